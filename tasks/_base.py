@@ -1,0 +1,57 @@
+"""What every task generator provides: fixed-shape episodes from a key."""
+
+import abc
+
+import equinox as eqx
+from jaxtyping import Array, Float, PRNGKeyArray, PyTree
+
+
+class Split(eqx.Module):
+    """A labelled set of inputs and targets (the support or the query set of one task)."""
+
+    x: PyTree[Array]
+    y: PyTree[Array]
+
+
+class Episode(eqx.Module):
+    """One task: a support set to adapt on, a query set to be scored on, and the task's
+    ground-truth latent code where the generator has one (else an empty array)."""
+
+    support: Split
+    query: Split
+    latent: Float[Array, "..."]
+
+
+class AbstractTask(eqx.Module):
+    """A task generator: static configuration plus a jittable, vmappable `sample`.
+
+    A task knows nothing of the model that learns it. It says how big inputs and outputs
+    are (`in_features`, `out_features`), how to score a prediction (`loss`, `metrics`), and
+    which pools of tasks exist (`pools`: at least `"train"`; evaluation pools beside it).
+    """
+
+    @property
+    @abc.abstractmethod
+    def in_features(self) -> int:
+        """Size of one input vector."""
+
+    @property
+    @abc.abstractmethod
+    def out_features(self) -> int:
+        """Size of one prediction vector."""
+
+    @abc.abstractmethod
+    def pools(self) -> tuple[str, ...]:
+        """Names of the task pools `sample` can draw from; `"train"` comes first."""
+
+    @abc.abstractmethod
+    def sample(self, key: PRNGKeyArray, pool: str = "train") -> Episode:
+        """Draw one episode from `pool`. Jittable and vmappable over `key`."""
+
+    @abc.abstractmethod
+    def loss(self, pred: Array, y: Array) -> Float[Array, ""]:
+        """Mean loss of predictions `pred` against targets `y` (one split of one task)."""
+
+    @abc.abstractmethod
+    def metrics(self, pred: Array, y: Array) -> dict[str, Float[Array, ""]]:
+        """Named scalar metrics (e.g. `accuracy`) of `pred` against `y`."""

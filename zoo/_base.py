@@ -1,0 +1,54 @@
+"""What every meta-learner provides: a forward pass and the split of its leaves into fast
+(adapted per task in the inner loop) and meta (learned across tasks in the outer loop)."""
+
+import abc
+
+import equinox as eqx
+import jax.tree_util as jtu
+from jaxtyping import Array, PyTree
+
+
+class AbstractMetaLearner(eqx.Module):
+    """A model whose fast leaves adapt per task.
+
+    The values of the fast leaves held in the module are their meta-learned initialization.
+    Subclasses implement `fast_filter`; models that adapt in context return all `False`.
+    """
+
+    @abc.abstractmethod
+    def __call__(self, x: Array) -> Array:
+        """Predictions for a batch of inputs `x` of shape `(n, in_features)`."""
+
+    @abc.abstractmethod
+    def fast_filter(self) -> PyTree[bool]:
+        """A pytree with the structure of `self`: `True` at the leaves that adapt per task."""
+
+    def fixed_start_filter(self) -> PyTree[bool]:
+        """`True` at fast leaves whose per-task starting value is fixed, not meta-learned
+        (e.g. an output bias reset to zero for each task). Default: none."""
+        return jtu.tree_map(lambda _: False, self)
+
+    def partition(self) -> tuple[PyTree, PyTree]:
+        """`(fast, meta)` halves of `self` (combine with `eqx.combine(fast, meta)`)."""
+        fast, meta = eqx.partition(self, self.fast_filter())
+        return fast, meta
+
+
+def count_params(tree: PyTree) -> int:
+    """Number of scalars in the inexact array leaves of `tree`."""
+    leaves = jtu.tree_leaves(eqx.filter(tree, eqx.is_inexact_array))
+    return int(sum(leaf.size for leaf in leaves))
+
+
+def param_counts(model: AbstractMetaLearner) -> dict[str, int]:
+    """`{"meta": ..., "fast": ...}` parameter counts as the papers report them: meta counts the
+    meta-learned values (including fast initializations that are meta-learned), fast counts
+    every leaf that adapts per task."""
+    fast, _ = model.partition()
+    fixed, _ = eqx.partition(model, model.fixed_start_filter())
+    arrays = eqx.filter(model, eqx.is_inexact_array)
+    return {
+        "meta": count_params(arrays) - count_params(fixed),
+        "fast": count_params(fast),
+    }
+
