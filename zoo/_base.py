@@ -51,4 +51,3 @@ def param_counts(model: AbstractMetaLearner) -> dict[str, int]:
         "meta": count_params(arrays) - count_params(fixed),
         "fast": count_params(fast),
     }
-

@@ -1,0 +1,221 @@
+"""The `zoo` command line.
+
+`zoo train TASK MODEL [flags]` is built by tyro at run time from the plugin registry: every
+installed task and model is a subcommand with its own typed flags. `zoo eval DIR` evaluates a
+saved run, `zoo list` lists the plugins and presets, `zoo presets` shows the paper presets.
+"""
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Union
+
+import tyro
+
+import plugins
+
+from .config import EvalConfig, InnerConfig, OuterConfig, RunConfig, TrainConfig
+
+USAGE = """usage: zoo COMMAND ...
+
+commands:
+  train TASK MODEL [flags]   meta-train MODEL on TASK (zoo train --help lists tasks and models)
+  train --preset NAME        meta-train a paper setting (zoo presets lists them; flags override)
+  eval DIR                   evaluate a saved run on every evaluation pool of its task
+  list                       list the installed models and tasks with their distributions
+  presets                    list the named paper presets
+"""
+
+
+def _subcommand_name(entry: Any, entries: list[Any]) -> str:
+    clashes = [e for e in entries if e.name == entry.name]
+    return entry.name if len(clashes) == 1 else f"{entry.dist}:{entry.name}"
+
+
+def _union(entries: list[Any], default: Any | None) -> Any:
+    options = []
+    for entry in entries:
+        name = _subcommand_name(entry, entries)
+        kwargs = {"description": entry.spec.description}
+        if default is not None and type(default) is entry.spec.config:
+            kwargs["default"] = default
+        options.append(Annotated[entry.spec.config, tyro.conf.subcommand(name, **kwargs)])
+    if not options:
+        raise SystemExit("zoo: no plugins are installed; is the zoo package installed?")
+    return Union[tuple(options)]  # noqa: UP007 - built at run time  # pyright: ignore
+
+
+def train_command_type(base: TrainConfig | None = None) -> type:
+    """The dataclass tyro turns into `zoo train`, built from the registry."""
+    base = base or TrainConfig(task=None, model=None)
+    fields = [
+        ("task", _union(plugins.list_tasks(), base.task)),
+        ("model", _union(plugins.list_models(), base.model)),
+        (
+            "out",
+            Annotated[
+                Path,
+                tyro.conf.arg(
+                    help="Run directory to write (must be new or empty, unless --resume)."
+                ),
+            ],
+        ),
+        (
+            "resume",
+            Annotated[
+                bool, tyro.conf.arg(help="Continue the run in --out from its newest checkpoint.")
+            ],
+            False,
+        ),
+        ("progress", Annotated[bool, tyro.conf.arg(help="Show a progress bar.")], True),
+        ("run", Annotated[RunConfig, tyro.conf.OmitArgPrefixes], base.run),
+        ("inner", InnerConfig, base.inner),
+        ("outer", OuterConfig, base.outer),
+        ("eval", EvalConfig, base.eval),
+    ]
+    specs = []
+    for name, typ, *default in fields:
+        spec = dataclasses.field(default=default[0]) if default else dataclasses.field()
+        specs.append((name, typ, spec))
+    return dataclasses.make_dataclass("train", specs, frozen=True)
+
+
+def _entry_name(config: Any, entries: list[Any]) -> str:
+    for entry in entries:
+        if type(config) is entry.spec.config:
+            return f"{entry.dist}:{entry.name}"
+    raise AssertionError(f"no plugin takes {type(config).__name__}")
+
+
+def _pop_preset(argv: list[str]) -> tuple[str | None, list[str]]:
+    for i, arg in enumerate(argv):
+        if arg == "--preset" and i + 1 < len(argv):
+            return argv[i + 1], argv[:i] + argv[i + 2 :]
+        if arg.startswith("--preset="):
+            return arg.split("=", 1)[1], argv[:i] + argv[i + 1 :]
+    return None, argv
+
+
+def parse_train(argv: list[str]) -> tuple[TrainConfig, Any]:
+    """Parse `zoo train` arguments into a `TrainConfig` and the parsed command."""
+    from .presets import get_preset
+
+    preset_name, argv = _pop_preset(argv)
+    base = get_preset(preset_name) if preset_name else None
+    command_type = train_command_type(base)
+    default = None
+    if base is not None:
+        default = command_type(
+            task=base.task,
+            model=base.model,
+            out=Path("runs") / preset_name.replace("/", "-"),  # pyright: ignore
+        )
+    command = tyro.cli(
+        command_type,
+        args=argv,
+        prog="zoo train",
+        default=default,
+        config=(tyro.conf.ConsolidateSubcommandArgs, tyro.conf.OmitSubcommandPrefixes),
+        description="Meta-train a model on a task. Pick a TASK, then a MODEL; flags follow.",
+    )
+    config = TrainConfig(
+        task=command.task,
+        model=command.model,
+        task_name=_entry_name(command.task, plugins.list_tasks()),
+        model_name=_entry_name(command.model, plugins.list_models()),
+        inner=command.inner,
+        outer=command.outer,
+        eval=command.eval,
+        run=command.run,
+    )
+    return config, command
+
+
+def _train(argv: list[str]) -> int:
+    from .run import RunError, TrainingDiverged, train
+
+    try:
+        config, command = parse_train(argv)
+    except ValueError as error:  # a config's own validation
+        print(f"zoo train: {error}", file=sys.stderr)
+        return 2
+    try:
+        out = train(config, command.out, resume=command.resume, progress=command.progress)
+    except (RunError, TrainingDiverged) as error:
+        print(f"zoo train: {error}", file=sys.stderr)
+        return 1
+    print(f"run saved in {out}")
+    return 0
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalCommand:
+    """Evaluate a saved run on every evaluation pool of its task; writes DIR/eval.json."""
+
+    directory: Annotated[Path, tyro.conf.Positional]
+    """The run directory."""
+    inner_steps: int | None = None
+    """Inner steps at evaluation (default: the run's)."""
+    tasks: int | None = None
+    """Tasks per pool (default: the run's eval.tasks)."""
+    step: int | None = None
+    """Evaluate the checkpoint of this step (default: the newest)."""
+
+
+def _eval(argv: list[str]) -> int:
+    from .run import RunError, build_task, evaluate, load
+
+    command = tyro.cli(EvalCommand, args=argv, prog="zoo eval")
+    try:
+        model, config, step = load(command.directory, step=command.step)
+    except RunError as error:
+        print(f"zoo eval: {error}", file=sys.stderr)
+        return 1
+    if command.tasks is not None:
+        config = dataclasses.replace(
+            config, eval=dataclasses.replace(config.eval, tasks=command.tasks)
+        )
+    results = evaluate(model, build_task(config), config, inner_steps=command.inner_steps)
+    report = {"step": step, "inner_steps": command.inner_steps, "pools": results}
+    (command.directory / "eval.json").write_text(json.dumps(report, indent=2) + "\n")
+    names = sorted({k for v in results.values() for k in v})
+    print(f"{'pool':<10}" + "".join(f"{n:>12}" for n in names) + f"   (step {step})")
+    for pool, values in results.items():
+        print(f"{pool:<10}" + "".join(f"{values.get(n, float('nan')):>12.4f}" for n in names))
+    return 0
+
+
+def _list(argv: list[str]) -> int:
+    del argv
+    print(plugins.format_listing())
+    return 0
+
+
+def _presets(argv: list[str]) -> int:
+    del argv
+    from .presets import PRESETS
+
+    for name, (description, _) in PRESETS.items():
+        print(f"{name:<45} {description}")
+    return 0
+
+
+COMMANDS = {"train": _train, "eval": _eval, "list": _list, "presets": _presets}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `zoo` console script."""
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0
+    command = COMMANDS.get(argv[0])
+    if command is None:
+        print(f"zoo: unknown command {argv[0]!r}.\n\n{USAGE}", file=sys.stderr)
+        return 2
+    return command(argv[1:])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,187 @@
+"""Configuration of a meta-training run: every knob is a field of a frozen dataclass.
+
+The task and model configs are the plugins' own dataclasses; `runs.cli` builds the `zoo train`
+command from them at run time. Nothing here imports JAX.
+"""
+
+import dataclasses
+import types
+import typing
+from typing import Any, Literal
+
+GradientMode = Literal["second-order", "first-order", "equilibrium"]
+
+
+@dataclasses.dataclass(frozen=True)
+class InnerConfig:
+    """The inner loop: optax AdamW steps on the fast leaves with the support loss."""
+
+    steps: int = 10
+    """Inner optimizer steps per task during training."""
+    lr: float = 0.3
+    """Inner learning rate."""
+    weight_decay: float = 1e-4
+    """Inner AdamW weight decay."""
+    mode: GradientMode = "second-order"
+    """How the outer gradient treats the inner loop: backprop through it (`second-order`), drop
+    its second-order terms (`first-order`), or treat the adapted fast leaves as constants
+    (`equilibrium`: the stop-gradient mode of Schug et al. Section 2 / C.1.3)."""
+    eval_steps: int | None = None
+    """Inner steps at evaluation (default: as in training)."""
+    remat: bool = False
+    """Rematerialize each inner step in the backward pass (less memory, more compute)."""
+
+    def __post_init__(self):
+        if self.steps < 0:
+            raise ValueError(f"inner.steps must be >= 0, got {self.steps}; pass --inner.steps 10.")
+        if self.eval_steps is not None and self.eval_steps < 0:
+            raise ValueError(f"inner.eval_steps must be >= 0, got {self.eval_steps}.")
+        if self.lr <= 0:
+            raise ValueError(f"inner.lr must be > 0, got {self.lr}; pass e.g. --inner.lr 0.3.")
+
+
+@dataclasses.dataclass(frozen=True)
+class OuterConfig:
+    """The outer loop: optax AdamW on the meta leaves with the query loss."""
+
+    lr: float = 1e-3
+    """Peak outer learning rate."""
+    weight_decay: float = 1e-2
+    """Outer AdamW weight decay."""
+    clip: float = 1.0
+    """Global gradient-norm clipping (0 disables it)."""
+    schedule: Literal["constant", "cosine"] = "constant"
+    """Learning-rate schedule: constant, or cosine decay to `lr_end` over the run."""
+    warmup: int = 0
+    """Linear warm-up steps."""
+    lr_end: float = 1e-6
+    """Final learning rate of the cosine schedule."""
+    meta_batch: int = 128
+    """Tasks per outer step (split evenly over the devices)."""
+    max_nonfinite: int = 10
+    """Outer steps with non-finite gradients are skipped; this many in a row stop the run."""
+
+    def __post_init__(self):
+        if self.lr <= 0:
+            raise ValueError(f"outer.lr must be > 0, got {self.lr}; pass e.g. --outer.lr 1e-3.")
+        if self.meta_batch < 1:
+            raise ValueError(f"outer.meta_batch must be >= 1, got {self.meta_batch}.")
+        if self.clip < 0:
+            raise ValueError(f"outer.clip must be >= 0 (0 disables clipping), got {self.clip}.")
+        if self.warmup < 0:
+            raise ValueError(f"outer.warmup must be >= 0, got {self.warmup}.")
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalConfig:
+    """Evaluation on every pool of the task other than `train`."""
+
+    every: int = 1000
+    """Evaluate every this many outer steps (and at the end); 0: only at the end."""
+    tasks: int = 256
+    """Tasks per pool."""
+    batch: int = 64
+    """Tasks adapted at once (bounds evaluation memory)."""
+
+    def __post_init__(self):
+        if self.every < 0 or self.tasks < 1 or self.batch < 1:
+            raise ValueError(
+                f"eval.every must be >= 0 and eval.tasks, eval.batch >= 1; got {self}."
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """Length, seed, devices, checkpoints and logging of a run."""
+
+    steps: int = 2000
+    """Outer steps."""
+    seed: int = 0
+    """Seed of everything: task, model, data and evaluation."""
+    steps_per_call: int = 50
+    """Outer steps per compiled call (`lax.scan`); checkpoint and eval intervals are multiples."""
+    checkpoint_every: int = 500
+    """Save a checkpoint every this many steps (and at the end)."""
+    keep: int = 3
+    """Checkpoints kept."""
+    devices: int | None = None
+    """Devices to split the meta-batch over (default: all local devices that divide it)."""
+
+    def __post_init__(self):
+        if self.steps < 0:
+            raise ValueError(f"steps must be >= 0, got {self.steps}; pass e.g. --steps 200.")
+        if self.steps_per_call < 1:
+            raise ValueError(f"steps_per_call must be >= 1, got {self.steps_per_call}.")
+        if self.checkpoint_every < 1 or self.checkpoint_every % self.steps_per_call:
+            raise ValueError(
+                f"checkpoint_every ({self.checkpoint_every}) must be a positive multiple of "
+                f"steps_per_call ({self.steps_per_call}); pass e.g. --checkpoint-every "
+                f"{self.steps_per_call * 10}."
+            )
+        if self.keep < 1:
+            raise ValueError(f"keep must be >= 1, got {self.keep}.")
+        if self.devices is not None and self.devices < 1:
+            raise ValueError(f"devices must be >= 1, got {self.devices}.")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """A whole meta-training run: which task, which model, and how to train."""
+
+    task: Any
+    """The task plugin's config (its dataclass names the plugin)."""
+    model: Any
+    """The model plugin's config."""
+    task_name: str = ""
+    """Registry name of the task (filled in by the CLI and presets)."""
+    model_name: str = ""
+    """Registry name of the model."""
+    inner: InnerConfig = InnerConfig()
+    outer: OuterConfig = OuterConfig()
+    eval: EvalConfig = EvalConfig()
+    run: RunConfig = RunConfig()
+
+    def __post_init__(self):
+        if self.eval.every and self.eval.every % self.run.steps_per_call:
+            raise ValueError(
+                f"eval.every ({self.eval.every}) must be a multiple of run.steps_per_call "
+                f"({self.run.steps_per_call}); pass e.g. --eval.every {self.run.steps_per_call * 20}."
+            )
+
+
+# --------------------------------------------------------------------------- JSON round trip
+
+
+def to_dict(config: Any) -> Any:
+    """A JSON-ready dict of a (nested) config dataclass."""
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        return {f.name: to_dict(getattr(config, f.name)) for f in dataclasses.fields(config)}
+    if isinstance(config, tuple | list):
+        return [to_dict(v) for v in config]
+    return config
+
+
+def from_dict(cls: Any, data: Any) -> Any:
+    """Rebuild a value of type `cls` from `to_dict`'s output (lists become tuples where the type
+    says so; nested dataclasses are rebuilt)."""
+    origin = typing.get_origin(cls)
+    if dataclasses.is_dataclass(cls) and isinstance(data, dict):
+        hints = typing.get_type_hints(cls)
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"{cls.__name__} has no fields {sorted(unknown)}.")
+        return cls(**{k: from_dict(hints[k], v) for k, v in data.items()})
+    if origin is tuple and isinstance(data, list):
+        args = typing.get_args(cls)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(from_dict(args[0], v) for v in data)
+        return tuple(from_dict(a, v) for a, v in zip(args, data, strict=True))
+    if origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(cls):
+            if arg is type(None) and data is None:
+                return None
+            if dataclasses.is_dataclass(arg) and isinstance(data, dict):
+                return from_dict(arg, data)
+        return data
+    return data

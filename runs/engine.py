@@ -1,0 +1,251 @@
+"""The meta-training engine: inner loop, outer step, sharded meta-batches, evaluation.
+
+One outer step for a meta-batch of tasks is `eqx.filter_vmap` over tasks of (sample an
+episode, adapt the fast leaves on its support set, loss on its query set), the gradient of
+the mean query loss with respect to the meta leaves (and the meta-learned initialization of
+the fast ones), then an optax update. The meta-batch is split over a 1-D device mesh with
+`jax.shard_map`; each device adapts its share and the gradients are averaged with
+`lax.pmean`. `train_chunk` runs many outer steps in one compiled call (`lax.scan`).
+"""
+
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+import jax.tree_util as jtu
+import optax
+from jax.sharding import Mesh, PartitionSpec
+from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
+
+from tasks._base import AbstractTask, Split
+from zoo._base import AbstractMetaLearner
+
+from .config import InnerConfig, OuterConfig
+
+AXIS = "tasks"
+
+
+def inner_optimizer(config: InnerConfig) -> optax.GradientTransformation:
+    """The inner optimizer (AdamW, as in the reference code for every learner)."""
+    return optax.adamw(config.lr, weight_decay=config.weight_decay)
+
+
+def outer_optimizer(config: OuterConfig, total_steps: int) -> optax.GradientTransformation:
+    """AdamW with optional clipping, warm-up and cosine schedule; outer steps whose gradient is
+    not finite are skipped (`optax.apply_if_finite`)."""
+    if config.schedule == "cosine":
+        lr = optax.warmup_cosine_decay_schedule(
+            init_value=0.0 if config.warmup else config.lr,
+            peak_value=config.lr,
+            warmup_steps=config.warmup,
+            decay_steps=max(total_steps, config.warmup + 1),
+            end_value=config.lr_end,
+        )
+    elif config.warmup:
+        lr = optax.linear_schedule(0.0, config.lr, config.warmup)
+    else:
+        lr = config.lr
+    chain = [optax.clip_by_global_norm(config.clip)] if config.clip > 0 else []
+    chain.append(optax.adamw(lr, weight_decay=config.weight_decay))
+    return optax.apply_if_finite(optax.chain(*chain), max_consecutive_errors=config.max_nonfinite)
+
+
+def adapt(
+    model: AbstractMetaLearner,
+    support: Split,
+    task: AbstractTask,
+    config: InnerConfig,
+    steps: int,
+) -> AbstractMetaLearner:
+    """Run `steps` inner optimizer steps on the fast leaves of `model` with the support loss and
+    return the adapted model. How gradients flow back through this to the model's meta leaves
+    and fast initialization is set by `config.mode`."""
+    fast0, meta = model.partition()
+    if not jtu.tree_leaves(fast0) or steps == 0:
+        return model
+    fixed, _ = eqx.partition(fast0, model.fixed_start_filter(), is_leaf=lambda x: x is None)
+    fast0 = jtu.tree_map(
+        lambda f, fx: jax.lax.stop_gradient(f) if fx is not None else f,
+        fast0,
+        fixed,
+        is_leaf=lambda x: x is None,
+    )
+    inner_meta = meta if config.mode == "second-order" else jax.lax.stop_gradient(meta)
+    start = fast0 if config.mode == "second-order" else jax.lax.stop_gradient(fast0)
+    optimizer = inner_optimizer(config)
+
+    def support_loss(fast):
+        return task.loss(eqx.combine(fast, inner_meta)(support.x), support.y)
+
+    def step(carry, _):
+        fast, opt_state = carry
+        grads = jax.grad(support_loss)(fast)
+        updates, opt_state = optimizer.update(grads, opt_state, fast)
+        return (optax.apply_updates(fast, updates), opt_state), None
+
+    if config.remat:
+        step = jax.checkpoint(step)
+    (fast, _), _ = jax.lax.scan(step, (start, optimizer.init(start)), length=steps)
+    if config.mode == "first-order":
+        # Gradient reaches the initialization as if the adaptation were the identity.
+        fast = jtu.tree_map(lambda f0, f: f0 + jax.lax.stop_gradient(f - f0), fast0, fast)
+    elif config.mode == "equilibrium":
+        fast = jax.lax.stop_gradient(fast)
+    return eqx.combine(fast, meta)
+
+
+def episode_loss(
+    model: AbstractMetaLearner,
+    key: PRNGKeyArray,
+    task: AbstractTask,
+    config: InnerConfig,
+    steps: int,
+    pool: str = "train",
+) -> tuple[Float[Array, ""], dict[str, Float[Array, ""]]]:
+    """Sample one episode from `pool`, adapt on its support set, score its query set."""
+    episode = task.sample(key, pool)
+    adapted = adapt(model, episode.support, task, config, steps)
+    pred = adapted(episode.query.x)
+    loss = task.loss(pred, episode.query.y)
+    return loss, {"loss": loss, **task.metrics(pred, episode.query.y)}
+
+
+def make_mesh(devices: int | None, meta_batch: int) -> Mesh:
+    """A 1-D mesh over `devices` local devices (default: the most that divide `meta_batch`)."""
+    available = jax.local_devices()
+    if devices is None:
+        devices = max(n for n in range(1, len(available) + 1) if meta_batch % n == 0)
+    if devices > len(available):
+        raise ValueError(
+            f"{devices} devices asked for but only {len(available)} are visible; "
+            f"pass --run.devices {len(available)} or fewer."
+        )
+    if meta_batch % devices:
+        raise ValueError(
+            f"outer.meta_batch ({meta_batch}) must be divisible by the number of devices "
+            f"({devices}); change one of them."
+        )
+    return Mesh(available[:devices], (AXIS,))
+
+
+class Trainer(eqx.Module):
+    """Everything static about an outer step: task, configs, optimizer and device mesh."""
+
+    task: AbstractTask
+    inner: InnerConfig = eqx.field(static=True)
+    optimizer: optax.GradientTransformation = eqx.field(static=True)
+    meta_batch: int = eqx.field(static=True)
+    mesh: Mesh = eqx.field(static=True)
+
+    def grads(
+        self, model: AbstractMetaLearner, keys: PRNGKeyArray
+    ) -> tuple[PyTree, dict[str, Float[Array, ""]]]:
+        """Mean query loss gradient over the tasks of `keys`, split over the mesh."""
+        params, static = eqx.partition(model, eqx.is_array)
+        task_params, task_static = eqx.partition(self.task, eqx.is_array)
+
+        def local(params, task_params, keys):
+            model = eqx.combine(params, static)
+            task = eqx.combine(task_params, task_static)
+
+            def mean_loss(model):
+                losses, metrics = eqx.filter_vmap(
+                    functools.partial(
+                        episode_loss, task=task, config=self.inner, steps=self.inner.steps
+                    ),
+                    in_axes=(None, 0),
+                )(model, keys)
+                return losses.mean(), jtu.tree_map(jnp.mean, metrics)
+
+            grads, metrics = eqx.filter_grad(mean_loss, has_aux=True)(model)
+            grads = eqx.filter(grads, eqx.is_array)
+            return jax.lax.pmean((grads, metrics), AXIS)
+
+        replicated = PartitionSpec()
+        return jax.shard_map(
+            local,
+            mesh=self.mesh,
+            in_specs=(replicated, replicated, PartitionSpec(AXIS)),
+            out_specs=replicated,
+        )(params, task_params, keys)
+
+    def step(
+        self,
+        model: AbstractMetaLearner,
+        opt_state: PyTree,
+        key: PRNGKeyArray,
+    ) -> tuple[AbstractMetaLearner, PyTree, dict[str, Float[Array, ""]]]:
+        """One outer step on a fresh meta-batch drawn with `key`."""
+        grads, metrics = self.grads(model, jr.split(key, self.meta_batch))
+        params = eqx.filter(model, eqx.is_array)
+        updates, opt_state = self.optimizer.update(grads, opt_state, params)
+        model = eqx.apply_updates(model, updates)
+        metrics["grad_norm"] = optax.global_norm(grads)
+        return model, opt_state, metrics
+
+    def chunk(
+        self,
+        model: AbstractMetaLearner,
+        opt_state: PyTree,
+        key: PRNGKeyArray,
+        first_step: Int[Array, ""],
+        length: int,
+    ) -> tuple[AbstractMetaLearner, PyTree, dict[str, Float[Array, " length"]]]:
+        """`length` outer steps in one `lax.scan`; step `s` draws its tasks from
+        `fold_in(key, s)`, so a run split into chunks differently gives the same numbers."""
+        params, static = eqx.partition(model, eqx.is_array)
+
+        def body(carry, step):
+            params, opt_state = carry
+            model, opt_state, metrics = self.step(
+                eqx.combine(params, static), opt_state, jr.fold_in(key, step)
+            )
+            return (eqx.filter(model, eqx.is_array), opt_state), metrics
+
+        (params, opt_state), metrics = jax.lax.scan(
+            body, (params, opt_state), first_step + jnp.arange(length)
+        )
+        return eqx.combine(params, static), opt_state, metrics
+
+
+@eqx.filter_jit(donate="all-except-first")
+def train_chunk(
+    trainer: Trainer,
+    model: AbstractMetaLearner,
+    opt_state: PyTree,
+    key: PRNGKeyArray,
+    first_step: Int[Array, ""],
+    length: int,
+):
+    """Compiled `Trainer.chunk` (model and optimizer state buffers are donated)."""
+    return trainer.chunk(model, opt_state, key, first_step, length)
+
+
+@eqx.filter_jit
+def evaluate_pool(
+    model: AbstractMetaLearner,
+    task: AbstractTask,
+    key: PRNGKeyArray,
+    pool: str,
+    config: InnerConfig,
+    steps: int,
+    num_tasks: int,
+    batch: int,
+) -> dict[str, Float[Array, ""]]:
+    """Mean query metrics over `num_tasks` tasks of `pool`, adapted `steps` inner steps each,
+    `batch` tasks at a time (memory stays bounded whatever `num_tasks` is)."""
+    num_batches = -(-num_tasks // batch)
+    keys = jr.split(key, num_batches * batch).reshape(num_batches, batch)
+    frozen = jax.lax.stop_gradient(model)
+
+    def one_batch(keys):
+        _, metrics = eqx.filter_vmap(
+            functools.partial(episode_loss, task=task, config=config, steps=steps, pool=pool),
+            in_axes=(None, 0),
+        )(frozen, keys)
+        return metrics
+
+    metrics = jax.lax.map(one_batch, keys)
+    return jtu.tree_map(lambda m: m.reshape(-1)[:num_tasks].mean(), metrics)

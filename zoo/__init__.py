@@ -1,0 +1,27 @@
+"""zoo: typed Equinox meta-learners for compositional generalization.
+
+Submodules are imported on first use, so that `import zoo.config` (done when plugins are
+listed) does not import JAX.
+"""
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._base import AbstractMetaLearner, count_params, param_counts
+    from .linear_hypernet import LinearHypernet
+
+_LAZY = {
+    "AbstractMetaLearner": "._base",
+    "count_params": "._base",
+    "param_counts": "._base",
+    "LinearHypernet": ".linear_hypernet",
+}
+
+__all__ = ["AbstractMetaLearner", "LinearHypernet", "count_params", "param_counts"]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module 'zoo' has no attribute {name!r}")
