@@ -1,0 +1,197 @@
+"""The plugin registry, tested with a real third-party distribution (`tests/plugin_pkg`)
+installed into a temporary directory, plus hand-written broken ones."""
+
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+import pytest
+
+import plugins
+from plugins._registry import _reset
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+PLUGIN_PKG = REPO / "tests" / "plugin_pkg"
+DIST = "zoo-example-plugin"
+
+
+@pytest.fixture(scope="module")
+def plugin_path(tmp_path_factory: pytest.TempPathFactory):
+    """`tests/plugin_pkg` pip-installed into a temporary directory put on `sys.path`."""
+    target = tmp_path_factory.mktemp("site")
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    offline = ["--root-user-action=ignore", "--no-deps", "--no-build-isolation", "--no-index"]
+    subprocess.run([*pip, *offline, "--target", str(target), str(PLUGIN_PKG)], check=True)
+    sys.path.insert(0, str(target))
+    yield target
+    sys.path.remove(str(target))
+    for module in [m for m in sys.modules if m.partition(".")[0] == "zoo_example_plugin"]:
+        del sys.modules[module]
+
+
+@pytest.fixture(autouse=True)
+def fresh_registry(plugin_path: pathlib.Path):
+    """Every test (with the example plugin on the path) discovers anew, and leaves no
+    registration behind."""
+    _reset()
+    yield
+    _reset()
+
+
+def _dummy_model(name: str = "example-anil") -> plugins.ModelSpec:
+    return plugins.ModelSpec(name=name, config=dict, factory="builtins:dict", description="dummy")
+
+
+def test_discovers_the_plugin_distribution():
+    models = {(e.name, e.dist) for e in plugins.list_models()}
+    tasks = {(e.name, e.dist) for e in plugins.list_tasks()}
+    assert ("example-anil", DIST) in models
+    assert ("example-regression", DIST) in tasks
+    assert not [f for f in plugins.failed_plugins() if f.dist == DIST]
+    assert plugins.model_spec("example-anil").factory == "zoo_example_plugin.model:make"
+    # `_` and `-` are the same in lookups, and a qualified name always works.
+    assert plugins.task_spec("example_regression") is plugins.task_spec(
+        f"{DIST}:example-regression"
+    )
+    listing = plugins.format_listing()
+    assert "models:" in listing and "tasks:" in listing
+    line = next(line for line in listing.splitlines() if "example-anil" in line)
+    assert DIST in line and "ANIL" in line
+
+
+def test_builds_task_and_model():
+    task_spec = plugins.task_spec("example-regression")
+    model_spec = plugins.model_spec("example-anil")
+    task_key, model_key, sample_key = jr.split(jr.key(0), 3)
+    task = task_spec.load()(task_spec.config(), key=task_key)
+    model = model_spec.load()(
+        model_spec.config(hidden=8),
+        in_features=task.in_features,
+        out_features=task.out_features,
+        key=model_key,
+    )
+    assert task.pools() == ("train", "test")
+
+    sample = jax.jit(jax.vmap(lambda key: task.sample(key, "test")))
+    episodes = sample(jr.split(sample_key, 5))
+    assert episodes.support.x.shape == (5, 8, 4)
+    assert episodes.query.y.shape == (5, 8, 1)
+    assert jnp.all(jnp.argmax(episodes.latent, axis=-1) >= 4)  # test ids are the second half
+
+    episode = task.sample(sample_key)
+    pred = model(episode.query.x)
+    assert pred.shape == (8, 1)
+    assert set(task.metrics(pred, episode.query.y)) == {"mse"}
+    assert task.loss(episode.query.y, episode.query.y) == 0
+
+    fast, _ = model.partition()
+    fast_leaves = jax.tree_util.tree_leaves(fast)
+    assert len(fast_leaves) == 2
+    assert fast_leaves[0] is model.readout.weight and fast_leaves[1] is model.readout.bias
+
+
+def test_unknown_name_lists_close_matches():
+    with pytest.raises(plugins.UnknownPluginError) as info:
+        plugins.model_spec("example-anl")
+    message = str(info.value)
+    assert isinstance(info.value, KeyError)
+    assert "Did you mean 'example-anil'?" in message
+    assert "Available models: " in message and "example-anil" in message.splitlines()[2]
+    assert "zoo list" in message
+    with pytest.raises(plugins.UnknownPluginError, match="zoo-example-plugin:example-anil"):
+        plugins.model_spec("zoo-example-plugn:example-anil")
+
+
+def test_two_distributions_claiming_one_name():
+    plugins.register(_dummy_model(), dist="other-dist")
+    with pytest.raises(plugins.AmbiguousPluginError) as info:
+        plugins.model_spec("example-anil")
+    message = str(info.value)
+    assert "'other-dist'" in message and f"'{DIST}'" in message
+    assert f"'{DIST}:example-anil'" in message
+    assert plugins.model_spec(f"{DIST}:example-anil").factory == "zoo_example_plugin.model:make"
+    assert plugins.model_spec("other_dist:example_anil").factory == "builtins:dict"
+    entries = [e for e in plugins.list_models() if e.name == "example-anil"]
+    assert [e.dist for e in entries] == ["other-dist", DIST]
+
+
+def test_register():
+    plugins.register(_dummy_model("my-model"))
+    plugins.register(plugins.ModelSpec(name="my-model", config=dict, factory="builtins:list"))
+    assert plugins.model_spec("my-model").factory == "builtins:list"  # replaced
+    assert plugins.model_spec("__main__:my-model").factory == "builtins:list"
+    with pytest.raises(ValueError, match="kebab-case"):
+        plugins.register(_dummy_model("My_Model"))
+    with pytest.raises(TypeError):
+        plugins.register("my-model")  # pyright: ignore[reportArgumentType]
+
+
+def test_broken_plugins_are_reported_and_skipped(tmp_path: pathlib.Path, monkeypatch):
+    info = tmp_path / "zoo_broken_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: zoo-broken-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        textwrap.dedent(
+            """\
+            [zoo.models]
+            missing = zoo_broken_missing:spec
+            raises = zoo_broken_raises:spec
+            not-a-spec = zoo_broken_values:text
+            misnamed = zoo_example_plugin.specs:example_anil
+
+            [zoo.tasks]
+            wrong-kind = zoo_example_plugin.specs:example_anil
+            """
+        )
+    )
+    (tmp_path / "zoo_broken_raises.py").write_text("raise RuntimeError('boom')\n")
+    (tmp_path / "zoo_broken_values.py").write_text("text = 'not a spec'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert "example-anil" in [e.name for e in plugins.list_models()]
+        assert "example-regression" in [e.name for e in plugins.list_tasks()]
+        failures = {f.name: f for f in plugins.failed_plugins() if f.dist == "zoo-broken-plugin"}
+        plugins.list_models()  # discovery is cached: no second warning
+    assert set(failures) == {"missing", "raises", "not-a-spec", "misnamed", "wrong-kind"}
+    assert all(f.dist == "zoo-broken-plugin" for f in failures.values())
+    assert isinstance(failures["missing"].error, ImportError)
+    assert isinstance(failures["raises"].error, RuntimeError)
+    assert isinstance(failures["not-a-spec"].error, TypeError)
+    assert isinstance(failures["wrong-kind"].error, TypeError)
+    assert isinstance(failures["misnamed"].error, ValueError)
+    messages = [str(w.message) for w in caught if "zoo-broken-plugin" in str(w.message)]
+    assert len(messages) == 5
+    assert any("'zoo_broken_raises:spec'" in m and "RuntimeError: boom" in m for m in messages)
+
+    assert "failed plugins:" in plugins.format_listing()
+    with pytest.raises(plugins.UnknownPluginError, match="failed to load: RuntimeError: boom"):
+        plugins.model_spec("raises")
+
+
+def test_listing_imports_no_model_code(plugin_path: pathlib.Path):
+    # `-S` leaves site-packages (and so JAX) off the path: the listing must work without it.
+    script = textwrap.dedent(
+        """\
+        import sys
+        import plugins
+        assert [e.name for e in plugins.list_models()] == ["example-anil"]
+        assert [e.name for e in plugins.list_tasks()] == ["example-regression"]
+        assert plugins.failed_plugins() == []
+        plugins.format_listing()
+        imported = {"jax", "equinox", "zoo_example_plugin.model", "zoo_example_plugin.task"}
+        assert not imported & set(sys.modules), imported & set(sys.modules)
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_path), str(REPO)])}
+    result = subprocess.run(
+        [sys.executable, "-S", "-c", script], env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
