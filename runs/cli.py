@@ -9,7 +9,7 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Union
+from typing import Annotated, Any
 
 import tyro
 
@@ -28,37 +28,15 @@ commands:
 """
 
 
-def _subcommand_name(entry: Any, entries: list[Any]) -> str:
-    clashes = [e for e in entries if e.name == entry.name]
-    return entry.name if len(clashes) == 1 else f"{entry.dist}:{entry.name}"
-
-
-def _union(entries: list[Any], default: Any | None) -> Any:
-    options = []
-    for entry in entries:
-        name = _subcommand_name(entry, entries)
-        kwargs = {"description": entry.spec.description}
-        if default is not None and type(default) is entry.spec.config:
-            kwargs["default"] = default
-        options.append(Annotated[entry.spec.config, tyro.conf.subcommand(name, **kwargs)])
-    if not options:
-        raise SystemExit("zoo: no plugins are installed; is the zoo package installed?")
-    return Union[tuple(options)]  # noqa: UP007 - built at run time  # pyright: ignore
-
-
-def train_command_type(base: TrainConfig | None = None) -> type:
-    """The dataclass tyro turns into `zoo train`, built from the registry."""
-    base = base or TrainConfig(task=None, model=None)
+def train_command_type(task_spec: Any, model_spec: Any, base: TrainConfig | None = None) -> type:
+    """The dataclass tyro turns into `zoo train TASK MODEL`: the two plugins' configs plus the
+    engine's, with `base`'s values (a preset) or the plugins' defaults as defaults."""
+    base = base or TrainConfig(task=task_spec.config(), model=model_spec.config())
     fields = [
-        ("task", _union(plugins.list_tasks(), base.task)),
-        ("model", _union(plugins.list_models(), base.model)),
         (
             "out",
             Annotated[
-                Path,
-                tyro.conf.arg(
-                    help="Run directory to write (must be new or empty, unless --resume)."
-                ),
+                Path, tyro.conf.arg(help="Run directory to write (new or empty, unless --resume).")
             ],
         ),
         (
@@ -70,6 +48,12 @@ def train_command_type(base: TrainConfig | None = None) -> type:
         ),
         ("progress", Annotated[bool, tyro.conf.arg(help="Show a progress bar.")], True),
         ("run", Annotated[RunConfig, tyro.conf.OmitArgPrefixes], base.run),
+        ("task", Annotated[task_spec.config, tyro.conf.arg(help=task_spec.description)], base.task),
+        (
+            "model",
+            Annotated[model_spec.config, tyro.conf.arg(help=model_spec.description)],
+            base.model,
+        ),
         ("inner", InnerConfig, base.inner),
         ("outer", OuterConfig, base.outer),
         ("eval", EvalConfig, base.eval),
@@ -81,11 +65,17 @@ def train_command_type(base: TrainConfig | None = None) -> type:
     return dataclasses.make_dataclass("train", specs, frozen=True)
 
 
-def _entry_name(config: Any, entries: list[Any]) -> str:
-    for entry in entries:
-        if type(config) is entry.spec.config:
-            return f"{entry.dist}:{entry.name}"
-    raise AssertionError(f"no plugin takes {type(config).__name__}")
+def _train_usage() -> str:
+    lines = [
+        "usage: zoo train TASK MODEL [flags]   |   zoo train --preset NAME [flags]",
+        "",
+        "tasks:",
+    ]
+    lines += [f"  {e.name:<24} {e.spec.description}" for e in plugins.list_tasks()]
+    lines += ["", "models:"]
+    lines += [f"  {e.name:<24} {e.spec.description}" for e in plugins.list_models()]
+    lines += ["", "`zoo train TASK MODEL --help` lists the flags; `zoo presets` the presets."]
+    return "\n".join(lines)
 
 
 def _pop_preset(argv: list[str]) -> tuple[str | None, list[str]]:
@@ -97,33 +87,48 @@ def _pop_preset(argv: list[str]) -> tuple[str | None, list[str]]:
     return None, argv
 
 
+class UsageError(Exception):
+    """The command line names no task and model, or unknown ones."""
+
+
 def parse_train(argv: list[str]) -> tuple[TrainConfig, Any]:
     """Parse `zoo train` arguments into a `TrainConfig` and the parsed command."""
     from .presets import get_preset
 
     preset_name, argv = _pop_preset(argv)
-    base = get_preset(preset_name) if preset_name else None
-    command_type = train_command_type(base)
+    base = None
+    if preset_name is not None:
+        base = get_preset(preset_name)
+        task_name, model_name = base.task_name, base.model_name
+    else:
+        names = []
+        while argv and not argv[0].startswith("-") and len(names) < 2:
+            names.append(argv.pop(0))
+        if len(names) < 2:
+            raise UsageError(_train_usage())
+        task_name, model_name = names
+    try:
+        task_spec, model_spec = plugins.task_spec(task_name), plugins.model_spec(model_name)
+    except plugins.PluginError as error:
+        raise UsageError(str(error)) from None
+    command_type = train_command_type(task_spec, model_spec, base)
     default = None
-    if base is not None:
-        default = command_type(
-            task=base.task,
-            model=base.model,
-            out=Path("runs") / preset_name.replace("/", "-"),  # pyright: ignore
-        )
+    if base is not None and preset_name is not None:
+        default = command_type(out=Path("runs") / preset_name.replace("/", "-"))  # pyright: ignore[reportCallIssue]
     command = tyro.cli(
         command_type,
         args=argv,
-        prog="zoo train",
+        prog=f"zoo train {task_name} {model_name}"
+        if preset_name is None
+        else f"zoo train --preset {preset_name}",
         default=default,
-        config=(tyro.conf.ConsolidateSubcommandArgs, tyro.conf.OmitSubcommandPrefixes),
-        description="Meta-train a model on a task. Pick a TASK, then a MODEL; flags follow.",
+        description=f"Meta-train {model_name} on {task_name}.",
     )
     config = TrainConfig(
         task=command.task,
         model=command.model,
-        task_name=_entry_name(command.task, plugins.list_tasks()),
-        model_name=_entry_name(command.model, plugins.list_models()),
+        task_name=task_name,
+        model_name=model_name,
         inner=command.inner,
         outer=command.outer,
         eval=command.eval,
@@ -137,6 +142,9 @@ def _train(argv: list[str]) -> int:
 
     try:
         config, command = parse_train(argv)
+    except UsageError as error:
+        print(error, file=sys.stderr)
+        return 2
     except ValueError as error:  # a config's own validation
         print(f"zoo train: {error}", file=sys.stderr)
         return 2

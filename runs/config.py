@@ -30,6 +30,8 @@ class InnerConfig:
     """Inner steps at evaluation (default: as in training)."""
     remat: bool = False
     """Rematerialize each inner step in the backward pass (less memory, more compute)."""
+    unroll: bool = False
+    """Unroll the inner loop at compile time (longer compile; sometimes faster on CPU)."""
 
     def __post_init__(self):
         if self.steps < 0:

@@ -87,7 +87,9 @@ def adapt(
 
     if config.remat:
         step = jax.checkpoint(step)
-    (fast, _), _ = jax.lax.scan(step, (start, optimizer.init(start)), length=steps)
+    (fast, _), _ = jax.lax.scan(
+        step, (start, optimizer.init(start)), length=steps, unroll=config.unroll
+    )
     if config.mode == "first-order":
         # Gradient reaches the initialization as if the adaptation were the identity.
         fast = jtu.tree_map(lambda f0, f: f0 + jax.lax.stop_gradient(f - f0), fast0, fast)
@@ -211,6 +213,11 @@ class Trainer(eqx.Module):
 
 
 @eqx.filter_jit(donate="all-except-first")
+def _train_chunk(static_args, model, opt_state):
+    trainer, key, first_step, length = static_args
+    return trainer.chunk(model, opt_state, key, first_step, length)
+
+
 def train_chunk(
     trainer: Trainer,
     model: AbstractMetaLearner,
@@ -218,9 +225,9 @@ def train_chunk(
     key: PRNGKeyArray,
     first_step: Int[Array, ""],
     length: int,
-):
-    """Compiled `Trainer.chunk` (model and optimizer state buffers are donated)."""
-    return trainer.chunk(model, opt_state, key, first_step, length)
+) -> tuple[AbstractMetaLearner, PyTree, dict[str, Float[Array, " length"]]]:
+    """Compiled `Trainer.chunk`; the buffers of `model` and `opt_state` are donated."""
+    return _train_chunk((trainer, key, first_step, length), model, opt_state)
 
 
 @eqx.filter_jit

@@ -1,0 +1,106 @@
+"""Configuration dataclasses of the built-in task generators.
+
+This module imports no JAX: plugin listing and the CLI import it to build flags and help text.
+Each field's docstring (the string literal under it) is its `--help` line in the CLI.
+"""
+
+import dataclasses
+from typing import Literal
+
+HyperteacherSplit = Literal["compositional", "non-compositional", "connected", "disconnected"]
+
+_SPLITS: tuple[str, ...] = ("compositional", "non-compositional", "connected", "disconnected")
+
+
+@dataclasses.dataclass(frozen=True)
+class HyperteacherConfig:
+    """The hyperteacher of Schug et al. 2024 (Section 4.1, Appendix C.2).
+
+    A fixed random teacher MLP whose two hidden layers are generated, by one linear map, from a
+    task code: per layer, a unit-norm mask of 1..K of M modules. Training and out-of-distribution
+    (OOD) tasks are fixed by `split` and `split_seed`; the teacher by the factory's key.
+    """
+
+    num_modules: int = 8
+    """M: number of modules per generated layer."""
+    max_active: int = 2
+    """K: at most this many modules are active per layer in the task pool."""
+    split: HyperteacherSplit = "compositional"
+    """Which tasks train and which are OOD (the four support conditions of the paper)."""
+    split_seed: int = 0
+    """Seed of the random ('compositional') split; same seed, same split."""
+    ood_fraction: float = 0.25
+    """Fraction of all tasks held out as OOD by the 'compositional' split."""
+    in_features: int = 16
+    """Teacher input size."""
+    hidden: int = 32
+    """Teacher hidden width (all three hidden layers)."""
+    out_features: int = 8
+    """Teacher output size (number of classes)."""
+    shots_support: int = 256
+    """Number of support examples per episode."""
+    shots_query: int = 256
+    """Number of query examples per episode."""
+    temperature: float = 0.1
+    """Soft targets are softmax(standardized logits / temperature)."""
+    num_norm_inputs: int = 1000
+    """Number of fixed inputs over which each task's logits are standardized."""
+    ood_h: tuple[int, ...] = (1, 2, 4, 8)
+    """Evaluation pools ood_h: exactly h modules active in each layer (each h in 1..M)."""
+
+    def __post_init__(self) -> None:
+        m, k = self.num_modules, self.max_active
+        if self.split not in _SPLITS:
+            raise ValueError(f"split={self.split!r} is unknown; use one of {', '.join(_SPLITS)}.")
+        if m < 2:
+            raise ValueError(f"num_modules={m} is too small; set num_modules >= 2.")
+        if k < 1:
+            raise ValueError(f"max_active={k} must be at least 1; set max_active >= 1.")
+        if k > m:
+            raise ValueError(
+                f"max_active={k} exceeds num_modules={m}: at most M modules can be active; "
+                f"set max_active <= {m} or raise num_modules to >= {k}."
+            )
+        for name in ("in_features", "hidden", "out_features", "shots_support", "shots_query"):
+            value = getattr(self, name)
+            if value < 1:
+                raise ValueError(f"{name}={value} must be positive; set {name} >= 1.")
+        if self.num_norm_inputs < 2:
+            raise ValueError(
+                f"num_norm_inputs={self.num_norm_inputs} cannot estimate a standard deviation; "
+                "set num_norm_inputs >= 2 (the paper uses 1000)."
+            )
+        if not self.temperature > 0:
+            raise ValueError(
+                f"temperature={self.temperature} must be > 0; set e.g. temperature=0.1."
+            )
+        if not 0.0 < self.ood_fraction < 1.0:
+            raise ValueError(
+                f"ood_fraction={self.ood_fraction} must lie strictly between 0 and 1; "
+                "set e.g. ood_fraction=0.25."
+            )
+        if self.split_seed < 0:
+            raise ValueError(f"split_seed={self.split_seed} must be >= 0; use a non-negative seed.")
+        if self.split in ("connected", "disconnected"):
+            if k != 2:
+                raise ValueError(
+                    f"split={self.split!r} is defined for max_active=2 only (got {k}); "
+                    "set max_active=2."
+                )
+            if m % 2 or m <= 4:
+                raise ValueError(
+                    f"split={self.split!r} needs an even num_modules > 4 (got {m}); "
+                    "set num_modules to 6, 8, 10, ..."
+                )
+        for h in self.ood_h:
+            if h < 1:
+                raise ValueError(
+                    f"ood_h contains {h}: h counts active modules and must be >= 1; remove it."
+                )
+            if h > m:
+                raise ValueError(
+                    f"ood_h contains {h} > num_modules={m}: no code has more than M modules "
+                    f"active; remove {h} from ood_h."
+                )
+        if len(set(self.ood_h)) != len(self.ood_h):
+            raise ValueError(f"ood_h={self.ood_h} repeats a value; list each h once.")
