@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import jax.random as jr
 import jax.tree_util as jtu
 import optax
-from jax.sharding import Mesh, PartitionSpec
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
 
 from tasks._base import AbstractTask, Split
@@ -140,6 +140,13 @@ class Trainer(eqx.Module):
     optimizer: optax.GradientTransformation = eqx.field(static=True)
     meta_batch: int = eqx.field(static=True)
     mesh: Mesh = eqx.field(static=True)
+
+    def replicate(self, tree: PyTree) -> PyTree:
+        """Place the array leaves of `tree` on every device of the mesh (as the outputs of
+        `chunk` are placed), so that later calls hit the same compiled program."""
+        sharding = NamedSharding(self.mesh, PartitionSpec())
+        arrays, static = eqx.partition(tree, eqx.is_array)
+        return eqx.combine(jax.device_put(arrays, sharding), static)
 
     def grads(
         self, model: AbstractMetaLearner, keys: PRNGKeyArray

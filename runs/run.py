@@ -254,6 +254,7 @@ def train(
     if step == 0 and not checkpoints.steps():
         checkpoints.save(0, model, opt_state, jr.key_data(train_key))
 
+    model, opt_state = trainer.replicate((model, opt_state))
     metrics_path = out / METRICS_FILE
     total = config.run.steps
     per_call = config.run.steps_per_call

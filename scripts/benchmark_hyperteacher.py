@@ -59,11 +59,14 @@ def main() -> None:
     parser.add_argument("--steps-per-call", type=int, default=100)
     parser.add_argument("--calls", type=int, default=5)
     parser.add_argument("--mode", default="second-order")
+    parser.add_argument("--unroll", action="store_true", help="unroll the inner loop")
     parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args()
 
     config = get_preset("schug2024/hyperteacher-compositional-cpu")
-    config = dataclasses.replace(config, inner=dataclasses.replace(config.inner, mode=args.mode))
+    config = dataclasses.replace(
+        config, inner=dataclasses.replace(config.inner, mode=args.mode, unroll=args.unroll)
+    )
     task, model = build(config)
     optimizer = outer_optimizer(config.outer, config.run.steps)
     opt_state = optimizer.init(eqx.filter(model, eqx.is_array))
@@ -75,6 +78,7 @@ def main() -> None:
         mesh=make_mesh(None, config.outer.meta_batch),
     )
     key = jr.key(0)
+    model, opt_state = trainer.replicate((model, opt_state))
     n = args.steps_per_call
     flops_per_step = step_flops(trainer, model, opt_state)
 

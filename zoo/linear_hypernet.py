@@ -48,13 +48,17 @@ class LinearHypernet(AbstractMetaLearner, strict=True):
     """ReLU MLP in NTK parameterization whose weights and biases are linear functions of
     normalized task embeddings.
 
-    `embeddings[g]` and `generators[g]` belong to layer group `g` (input, hidden, output; the
-    hidden group is absent when there is one hidden layer). Layer `l` of group `g` takes its
-    parameters from row `l` of `normalize_rows(embeddings[g]) @ generators[g]`.
+    Layer group `g` (input, hidden, output; the hidden group is absent when there is one hidden
+    layer) has an embedding matrix `embeddings[g]` with one row per layer of the group and a
+    generator, stored as its weight part `weight_generators[g]` and its bias part
+    `bias_generators[g]` (together the reference's `Linear(T -> fan_in * fan_out + fan_out)`).
+    Layer `l` of group `g` has weight `normalize_rows(embeddings[g])[l] @ weight_generators[g]`
+    (reshaped to `(fan_in, fan_out)`) and bias `... @ bias_generators[g]`.
     """
 
     embeddings: tuple[Float[Array, "chunks T"], ...]
-    generators: tuple[Float[Array, "T chunk_size"], ...]
+    weight_generators: tuple[Float[Array, "T fan_in_fan_out"], ...]
+    bias_generators: tuple[Float[Array, "T fan_out"], ...]
     out_bias: Float[Array, " out"]
     layer_sizes: tuple[int, ...] = eqx.field(static=True)
 
@@ -70,7 +74,8 @@ class LinearHypernet(AbstractMetaLearner, strict=True):
     ):
         self.layer_sizes = (in_features, *([hidden] * num_hidden), out_features)
         groups = self._groups()
-        embeddings, generators = [], []
+        embeddings, weight_generators, bias_generators = [], [], []
+        std = 1.0 / math.sqrt(num_templates)
         for (first, chunks), gkey in zip(groups, jr.split(key, len(groups)), strict=True):
             fan_in, fan_out = self.layer_sizes[first], self.layer_sizes[first + 1]
             ekey, wkey = jr.split(gkey)
@@ -78,12 +83,12 @@ class LinearHypernet(AbstractMetaLearner, strict=True):
             embeddings.append(
                 jr.uniform(ekey, (chunks, num_templates), minval=-limit, maxval=limit)
             )
-            chunk_size = fan_in * fan_out + fan_out
-            generators.append(
-                truncated_normal(wkey, (num_templates, chunk_size), 1.0 / math.sqrt(num_templates))
-            )
+            generator = truncated_normal(wkey, (num_templates, fan_in * fan_out + fan_out), std)
+            weight_generators.append(generator[:, : fan_in * fan_out])
+            bias_generators.append(generator[:, fan_in * fan_out :])
         self.embeddings = tuple(embeddings)
-        self.generators = tuple(generators)
+        self.weight_generators = tuple(weight_generators)
+        self.bias_generators = tuple(bias_generators)
         self.out_bias = jnp.zeros((out_features,))
 
     def _groups(self) -> list[tuple[int, int]]:
@@ -93,18 +98,23 @@ class LinearHypernet(AbstractMetaLearner, strict=True):
             return [(0, 1), (1, 1)]
         return [(0, 1), (1, num_layers - 2), (num_layers - 1, 1)]
 
-    def layer_params(self) -> list[tuple[Float[Array, "fan_in fan_out"], Float[Array, " fan_out"]]]:
+    def layer_params(
+        self,
+    ) -> list[tuple[Float[Array, "fan_in fan_out"], Float[Array, " fan_out"]]]:
         """The generated `(weight, bias)` of every base-network layer, input to output."""
         params = []
-        for (first, chunks), e, g in zip(
-            self._groups(), self.embeddings, self.generators, strict=True
-        ):
-            flat = normalize_rows(e) @ g
+        groups = zip(
+            self._groups(),
+            self.embeddings,
+            self.weight_generators,
+            self.bias_generators,
+            strict=True,
+        )
+        for (first, chunks), e, wg, bg in groups:
+            e = normalize_rows(e)
             for c in range(chunks):
                 fan_in, fan_out = self.layer_sizes[first + c], self.layer_sizes[first + c + 1]
-                w = flat[c, : fan_in * fan_out].reshape(fan_in, fan_out)
-                b = flat[c, fan_in * fan_out :]
-                params.append((w, b))
+                params.append(((e[c] @ wg).reshape(fan_in, fan_out), e[c] @ bg))
         return params
 
     def __call__(self, x: Float[Array, "n in"]) -> Float[Array, "n out"]:
