@@ -114,7 +114,7 @@ def parse_train(argv: list[str]) -> tuple[TrainConfig, Any]:
     command_type = train_command_type(task_spec, model_spec, base)
     default = None
     if base is not None and preset_name is not None:
-        default = command_type(out=Path("runs") / preset_name.replace("/", "-"))  # pyright: ignore[reportCallIssue]
+        default = command_type(out=Path("results") / preset_name.replace("/", "-"))  # pyright: ignore[reportCallIssue]
     command = tyro.cli(
         command_type,
         args=argv,

@@ -1,0 +1,32 @@
+"""runs: the meta-training engine, configs, CLI, checkpoints and presets of zoo.
+
+    import runs
+    model, config, step = runs.load("results/my-run")   # the trained Equinox model
+
+Submodules are imported on first use (the CLI lists plugins without importing JAX).
+"""
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .config import TrainConfig
+    from .run import build, evaluate, load, read_config, read_metrics, train
+
+_LAZY = {
+    "TrainConfig": ".config",
+    "build": ".run",
+    "evaluate": ".run",
+    "load": ".run",
+    "read_config": ".run",
+    "read_metrics": ".run",
+    "train": ".run",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module 'runs' has no attribute {name!r}")

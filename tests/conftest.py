@@ -1,0 +1,52 @@
+"""Shared test setup: two simulated CPU devices and a tiny meta-training configuration."""
+
+import os
+
+# Before JAX initializes its backends, so that tests can split meta-batches over 2 devices.
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
+
+import pytest  # noqa: E402
+
+from runs.config import EvalConfig, InnerConfig, OuterConfig, RunConfig, TrainConfig  # noqa: E402
+from tasks.config import HyperteacherConfig  # noqa: E402
+from zoo.config import LinearHypernetConfig  # noqa: E402
+
+TINY_TASK = HyperteacherConfig(
+    num_modules=4,
+    max_active=2,
+    hidden=8,
+    in_features=4,
+    out_features=3,
+    shots_support=8,
+    shots_query=8,
+    num_norm_inputs=16,
+    ood_h=(1, 2),
+)
+TINY_MODEL = LinearHypernetConfig(hidden=8, num_hidden=2, num_templates=4)
+
+
+def make_tiny_config(steps: int = 4, seed: int = 0, **run) -> TrainConfig:
+    """The tiny hyperteacher / linear-hypernet run used throughout the tests."""
+    return TrainConfig(
+        task=TINY_TASK,
+        model=TINY_MODEL,
+        task_name="hyperteacher",
+        model_name="linear-hypernet",
+        inner=InnerConfig(steps=2, lr=0.3),
+        outer=OuterConfig(lr=1e-2, meta_batch=4),
+        eval=EvalConfig(every=2, tasks=4, batch=2),
+        run=RunConfig(
+            steps=steps,
+            seed=seed,
+            steps_per_call=2,
+            checkpoint_every=2,
+            **{"keep": 5, **run},
+        ),
+    )
+
+
+@pytest.fixture
+def tiny_config() -> TrainConfig:
+    """A tiny `TrainConfig`: 4 outer steps, 2 per compiled call, checkpoints and evaluation
+    every 2 steps, meta-batch 4, 2 inner steps, 4 evaluation tasks per pool."""
+    return make_tiny_config()
