@@ -267,6 +267,9 @@ class Hyperteacher(AbstractTask):
     """Unit-norm codes of the OOD tasks (pool "ood")."""
     ood_h_codes: dict[int, Float[Array, "_ 2 m"]]
     """Unit-norm codes of pool "ood_{h}", keyed by h (only non-empty pools)."""
+    norm_stats: dict[str, Float[Array, "n 2 d_out"]]
+    """Per pool ("train", "ood", "ood_{h}") and task: mean and standard deviation of the raw
+    logits over `norm_inputs`, computed once at build time (see `standardization`)."""
 
     @property
     def in_features(self) -> int:
@@ -290,6 +293,15 @@ class Hyperteacher(AbstractTask):
             return self.ood_h_codes[int(pool[4:])]
         raise ValueError(f"Unknown pool {pool!r}; this hyperteacher has {self.pools()}.")
 
+    def _pool_key(self, pool: str) -> str:
+        self.pool_codes(pool)  # validates the name
+        return "train" if pool == "test" else pool
+
+    def standardization(self, code: Float[Array, "2 m"]) -> Float[Array, "2 d_out"]:
+        """Mean and standard deviation (stacked) of the task's raw logits over `norm_inputs`."""
+        ref = self.raw_logits(code, self.norm_inputs)
+        return jnp.stack([ref.mean(axis=0), ref.std(axis=0)])
+
     def hidden_weights(self, code: Float[Array, "2 m"]) -> Float[Array, "2 hidden hidden"]:
         """The generated weights of the 2 hidden-to-hidden layers for a task code."""
         h = self.config.hidden
@@ -311,9 +323,7 @@ class Hyperteacher(AbstractTask):
         """The teacher's logits for task `code`, standardized per output unit with the mean and
         standard deviation over `norm_inputs` (zero mean, unit std there). Targets are
         `softmax(logits / temperature)`."""
-        ref = self.raw_logits(code, self.norm_inputs)
-        mean = ref.mean(axis=0)
-        std = ref.std(axis=0)
+        mean, std = self.standardization(code)
         return (self.raw_logits(code, x) - mean) / (std + 1e-8)
 
     def targets(
@@ -330,12 +340,16 @@ class Hyperteacher(AbstractTask):
         """
         codes = self.pool_codes(pool)
         k_task, k_support, k_query = jax.random.split(key, 3)
-        code = codes[jax.random.randint(k_task, (), 0, codes.shape[0])]
+        index = jax.random.randint(k_task, (), 0, codes.shape[0])
+        code = codes[index]
+        mean, std = self.norm_stats[self._pool_key(pool)][index]
         shape_s = (self.config.shots_support, self.config.in_features)
         shape_q = (self.config.shots_query, self.config.in_features)
         x_s = jax.random.uniform(k_support, shape_s, minval=-1.0, maxval=1.0)
         x_q = jax.random.uniform(k_query, shape_q, minval=-1.0, maxval=1.0)
-        y = self.targets(code, jnp.concatenate([x_s, x_q]))
+        # As `targets(code, x)`, with the standardization precomputed for the pool's tasks.
+        logits = (self.raw_logits(code, jnp.concatenate([x_s, x_q])) - mean) / (std + 1e-8)
+        y = jax.nn.softmax(logits / self.config.temperature, axis=-1)
         n_s = self.config.shots_support
         return Episode(
             support=Split(x=x_s, y=y[:n_s]),
@@ -395,7 +409,7 @@ def make(config: HyperteacherConfig, *, key: PRNGKeyArray) -> Hyperteacher:
                 ood_h[h] = jnp.asarray(normalize(masks))
         else:
             ood_h[h] = jnp.asarray(_h_hot_pool(m, h, jax.random.fold_in(k_h, h)))
-    return Hyperteacher(
+    teacher = Hyperteacher(
         config=c,
         w_in=jax.random.normal(k_in, (c.hidden, c.in_features)),
         w_out=jax.random.normal(k_out, (c.out_features, c.hidden)),
@@ -406,4 +420,12 @@ def make(config: HyperteacherConfig, *, key: PRNGKeyArray) -> Hyperteacher:
         train_codes=jnp.asarray(normalize(train)),
         ood_codes=jnp.asarray(normalize(ood)),
         ood_h_codes=ood_h,
+        norm_stats={},
     )
+    pools = {"train": teacher.train_codes, "ood": teacher.ood_codes}
+    pools.update({f"ood_{h}": codes for h, codes in ood_h.items()})
+    stats = {
+        name: jax.lax.map(teacher.standardization, codes, batch_size=64)
+        for name, codes in pools.items()
+    }
+    return eqx.tree_at(lambda t: t.norm_stats, teacher, stats)
