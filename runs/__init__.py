@@ -23,7 +23,7 @@ _LAZY = {
     "train": ".run",
 }
 
-__all__ = sorted(_LAZY)
+__all__ = ["TrainConfig", "build", "evaluate", "load", "read_config", "read_metrics", "train"]
 
 
 def __getattr__(name: str):

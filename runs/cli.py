@@ -115,7 +115,7 @@ def parse_train(argv: list[str]) -> tuple[TrainConfig, Any]:
     default = None
     if base is not None and preset_name is not None:
         default = command_type(out=Path("results") / preset_name.replace("/", "-"))  # pyright: ignore[reportCallIssue]
-    command = tyro.cli(
+    command: Any = tyro.cli(
         command_type,
         args=argv,
         prog=f"zoo train {task_name} {model_name}"

@@ -167,7 +167,7 @@ def from_dict(cls: Any, data: Any) -> Any:
     """Rebuild a value of type `cls` from `to_dict`'s output (lists become tuples where the type
     says so; nested dataclasses are rebuilt)."""
     origin = typing.get_origin(cls)
-    if dataclasses.is_dataclass(cls) and isinstance(data, dict):
+    if isinstance(cls, type) and dataclasses.is_dataclass(cls) and isinstance(data, dict):
         hints = typing.get_type_hints(cls)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - known

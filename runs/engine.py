@@ -114,18 +114,22 @@ def episode_loss(
     return loss, {"loss": loss, **task.metrics(pred, episode.query.y)}
 
 
+class MeshError(ValueError):
+    """The devices asked for cannot split the meta-batch."""
+
+
 def make_mesh(devices: int | None, meta_batch: int) -> Mesh:
     """A 1-D mesh over `devices` local devices (default: the most that divide `meta_batch`)."""
     available = jax.local_devices()
     if devices is None:
         devices = max(n for n in range(1, len(available) + 1) if meta_batch % n == 0)
     if devices > len(available):
-        raise ValueError(
+        raise MeshError(
             f"{devices} devices asked for but only {len(available)} are visible; "
             f"pass --run.devices {len(available)} or fewer."
         )
     if meta_batch % devices:
-        raise ValueError(
+        raise MeshError(
             f"outer.meta_batch ({meta_batch}) must be divisible by the number of devices "
             f"({devices}); change one of them."
         )

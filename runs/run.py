@@ -135,7 +135,14 @@ def _differences(a: Any, b: Any, prefix: str = "") -> list[str]:
 def prepare(config: TrainConfig, out: Path, resume: bool) -> TrainConfig:
     """Check everything that can be checked before compiling; return the resolved config."""
     config = resolve(config)
-    make_mesh(config.run.devices, config.outer.meta_batch)
+    try:
+        make_mesh(config.run.devices, config.outer.meta_batch)
+    except ValueError as error:
+        raise RunError(str(error)) from None
+    try:  # builds task and model abstractly: their own checks run, nothing is computed
+        eqx.filter_eval_shape(build, config)
+    except ValueError as error:
+        raise RunError(str(error)) from None
     out = Path(out)
     if (out / CONFIG_FILE).exists():
         if not resume:
@@ -145,7 +152,7 @@ def prepare(config: TrainConfig, out: Path, resume: bool) -> TrainConfig:
             )
         saved = to_dict(read_config(out))
         given = to_dict(config)
-        saved["run"].pop("steps"), given["run"].pop("steps")
+        del saved["run"]["steps"], given["run"]["steps"]
         diff = _differences(saved, given)
         if diff:
             raise RunError(
@@ -288,14 +295,15 @@ def train(
                 checkpoints.save(step, model, opt_state, jr.key_data(train_key))
                 last_good = step
             bar.update(length)
-            bar.set_postfix(loss=f"{row['loss']:.4f}", **_postfix(row))
+            bar.set_postfix(_postfix(row))
     finally:
         bar.close()
     return out
 
 
 def _postfix(row: dict) -> dict[str, str]:
-    return {k: f"{v:.3f}" for k, v in row.items() if k == "accuracy"}
+    """What the progress bar shows: the loss and accuracy of the last chunk."""
+    return {k: f"{row[k]:.4f}" for k in ("loss", "accuracy") if k in row}
 
 
 def _progress(total: int, initial: int, enabled: bool):

@@ -373,7 +373,9 @@ class Hyperteacher(AbstractTask):
         return {"accuracy": hit.mean(dtype=jnp.float32)}
 
 
-def _h_hot_pool(num_modules: int, h: int, key: PRNGKeyArray) -> Float[np.ndarray, "n 2 m"]:
+def _h_hot_pool(
+    num_modules: int, h: int, key: PRNGKeyArray
+) -> Float[Array, "n 2 m"] | Float[np.ndarray, "n 2 m"]:
     """Codes of the h-hot tasks (h active modules in both layers): all of them if at most
     `MAX_OOD_H_POOL`, else `MAX_OOD_H_POOL` random ones drawn with `key`."""
     if math.comb(num_modules, h) ** 2 <= MAX_OOD_H_POOL:
@@ -381,7 +383,7 @@ def _h_hot_pool(num_modules: int, h: int, key: PRNGKeyArray) -> Float[np.ndarray
         return normalize(_product(codes, codes))
     u = jax.random.uniform(key, (MAX_OOD_H_POOL, 2, num_modules))
     ranks = jnp.argsort(jnp.argsort(u, axis=-1), axis=-1)
-    return normalize(np.asarray(ranks < h, np.int32))
+    return (ranks < h).astype(jnp.float32) / math.sqrt(h)  # traceable (eval_shape builds it)
 
 
 def make(config: HyperteacherConfig, *, key: PRNGKeyArray) -> Hyperteacher:
