@@ -51,53 +51,65 @@ class Checkpoints:
         """Saved steps, oldest first."""
         return sorted(self.manager.all_steps())
 
-    def save(self, step: int, model: PyTree, opt_state: PyTree | None, key_data: Any) -> None:
-        state = {
-            "model": _arrays(model),
-            "opt_state": _arrays(opt_state) if opt_state is not None else [],
-            "key": np.asarray(key_data),
-            "step": np.asarray(step, dtype=np.int32),
-        }
-        self.manager.save(step, args=ocp.args.StandardSave(state), force=True)  # pyright: ignore[reportCallIssue]
+    def save(self, step: int, model: PyTree, opt_state: PyTree, key_data: Any) -> None:
+        """Save the array leaves of `model` and `opt_state` (separate Orbax items, so a model
+        loads without its optimizer), the run's PRNG key data and the step."""
+        state = {"key": np.asarray(key_data), "step": np.asarray(step, dtype=np.int32)}
+        args = ocp.args.Composite(
+            model=ocp.args.StandardSave(_arrays(model)),  # pyright: ignore[reportCallIssue]
+            opt_state=ocp.args.StandardSave(_arrays(opt_state)),  # pyright: ignore[reportCallIssue]
+            state=ocp.args.StandardSave(state),  # pyright: ignore[reportCallIssue]
+        )
+        self.manager.save(step, args=args, force=True)
         self.manager.wait_until_finished()
 
     def restore(
         self, model_like: PyTree, opt_state_like: PyTree | None, at: int | None = None
-    ) -> tuple[int, PyTree, PyTree | None, Any] | None:
+    ) -> tuple[int, PyTree, PyTree | None] | None:
         """Restore the newest readable checkpoint (or the one `at` that step) into the structure
-        of the `*_like` trees (concrete or abstract).
+        of the `*_like` trees (concrete or abstract); `opt_state_like=None` skips the optimizer.
 
         A checkpoint that fails to read (truncated, corrupt, wrong shapes, non-finite values) is
         reported with a warning and the next older one is tried. Returns `None` if none reads.
         """
+        # Restore onto one local device, whatever devices saved it (the trainer replicates the
+        # arrays over its own mesh afterwards).
+        device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+
+        def leaf(shape, dtype):
+            return jax.ShapeDtypeStruct(shape, dtype, sharding=device)
 
         def abstract(tree):
-            return [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in _arrays(tree)]
+            return [leaf(x.shape, x.dtype) for x in _arrays(tree)]
 
-        target = {
-            "model": abstract(model_like),
-            "opt_state": abstract(opt_state_like) if opt_state_like is not None else [],
-            "key": jax.ShapeDtypeStruct((2,), jnp.uint32),
-            "step": jax.ShapeDtypeStruct((), np.int32),
+        items = {
+            "model": ocp.args.StandardRestore(abstract(model_like)),  # pyright: ignore[reportCallIssue]
+            "state": ocp.args.StandardRestore(  # pyright: ignore[reportCallIssue]
+                {"key": leaf((2,), jnp.uint32), "step": leaf((), np.int32)}
+            ),
         }
+        if opt_state_like is not None:
+            items["opt_state"] = ocp.args.StandardRestore(abstract(opt_state_like))  # pyright: ignore[reportCallIssue]
         for step in reversed(self.steps() if at is None else [at]):
             try:
-                state = self.manager.restore(step, args=ocp.args.StandardRestore(target))  # pyright: ignore[reportCallIssue]
-                model = _fill(model_like, state["model"])
+                restored = self.manager.restore(step, args=ocp.args.Composite(**items))
+                model = _fill(model_like, restored["model"])
                 opt_state = (
-                    _fill(opt_state_like, state["opt_state"])
+                    _fill(opt_state_like, restored["opt_state"])
                     if opt_state_like is not None
                     else None
                 )
                 floats = eqx.filter((model, opt_state), eqx.is_inexact_array)
                 if not all(bool(jnp.all(jnp.isfinite(x))) for x in jtu.tree_leaves(floats)):
                     raise ValueError("it holds non-finite values")
-                return int(state["step"]), model, opt_state, state["key"]
-            except Exception as error:
+                if int(restored["state"]["step"]) != step:
+                    raise ValueError(f"it says it is step {int(restored['state']['step'])}")
+                return step, model, opt_state
+            except Exception as error:  # any failure means: try the older one
+                message = str(error).splitlines()[0] if str(error) else ""
                 warnings.warn(
                     f"Checkpoint at step {step} in {self.directory} could not be read "
-                    f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}); "
-                    "trying the previous one.",
+                    f"({type(error).__name__}: {message}); trying the previous one.",
                     CheckpointWarning,
                     stacklevel=2,
                 )

@@ -160,6 +160,10 @@ class Trainer(eqx.Module):
         task_params, task_static = eqx.partition(self.task, eqx.is_array)
 
         def local(params, task_params, keys):
+            # Mark the replicated model as device-varying: every derivative taken inside
+            # (inner-loop gradients included) is then this device's own. Left invariant, its
+            # cotangents would be summed over devices, mixing the tasks of different devices.
+            params = jax.lax.pcast(params, AXIS, to="varying")
             model = eqx.combine(params, static)
             task = eqx.combine(task_params, task_static)
 

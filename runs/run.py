@@ -255,7 +255,7 @@ def train(
     if (out / CONFIG_FILE).exists():
         restored = checkpoints.restore(model, opt_state)
         if restored is not None:
-            step, model, opt_state, _ = restored
+            step, model, opt_state = restored
         _truncate_metrics(out, step)
     save_config(config, out)
     if step == 0 and not checkpoints.steps():
@@ -333,5 +333,5 @@ def load(directory: Path | str, step: int | None = None) -> Loaded:
     restored = checkpoints.restore(model, None, at=step)
     if restored is None:
         raise RunError(f"{directory} has no readable checkpoint.")
-    step, model, _, _ = restored
+    step, model, _ = restored
     return Loaded(model, config, step)
