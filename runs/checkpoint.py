@@ -60,6 +60,9 @@ class Checkpoints:
             opt_state=ocp.args.StandardSave(_arrays(opt_state)),  # pyright: ignore[reportCallIssue]
             state=ocp.args.StandardSave(state),  # pyright: ignore[reportCallIssue]
         )
+        if step in self.manager.all_steps():
+            # Only after a resume fell back past an unreadable checkpoint of this step.
+            self.manager.delete(step)
         self.manager.save(step, args=args, force=True)
         self.manager.wait_until_finished()
 

@@ -32,9 +32,11 @@ def inner_optimizer(config: InnerConfig) -> optax.GradientTransformation:
     return optax.adamw(config.lr, weight_decay=config.weight_decay)
 
 
+@functools.cache
 def outer_optimizer(config: OuterConfig, total_steps: int) -> optax.GradientTransformation:
     """AdamW with optional clipping, warm-up and cosine schedule; outer steps whose gradient is
-    not finite are skipped (`optax.apply_if_finite`)."""
+    not finite are skipped (`optax.apply_if_finite`). Cached: the same settings give the same
+    object, so runs in one process share compiled steps."""
     if config.schedule == "cosine":
         lr = optax.warmup_cosine_decay_schedule(
             init_value=0.0 if config.warmup else config.lr,
@@ -199,7 +201,7 @@ class Trainer(eqx.Module):
         params = eqx.filter(model, eqx.is_array)
         updates, opt_state = self.optimizer.update(grads, opt_state, params)
         model = eqx.apply_updates(model, updates)
-        metrics["grad_norm"] = optax.global_norm(grads)
+        metrics["grad_norm"] = optax.tree.norm(grads)
         return model, opt_state, metrics
 
     def chunk(

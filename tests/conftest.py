@@ -5,11 +5,11 @@ import os
 # Before JAX initializes its backends, so that tests can split meta-batches over 2 devices.
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
 
-import pytest  # noqa: E402
+import pytest
 
-from runs.config import EvalConfig, InnerConfig, OuterConfig, RunConfig, TrainConfig  # noqa: E402
-from tasks.config import HyperteacherConfig  # noqa: E402
-from zoo.config import LinearHypernetConfig  # noqa: E402
+from runs.config import EvalConfig, InnerConfig, OuterConfig, RunConfig, TrainConfig
+from tasks.config import HyperteacherConfig
+from zoo.config import LinearHypernetConfig
 
 TINY_TASK = HyperteacherConfig(
     num_modules=4,
@@ -25,8 +25,9 @@ TINY_TASK = HyperteacherConfig(
 TINY_MODEL = LinearHypernetConfig(hidden=8, num_hidden=2, num_templates=4)
 
 
-def make_tiny_config(steps: int = 4, seed: int = 0, **run) -> TrainConfig:
-    """The tiny hyperteacher / linear-hypernet run used throughout the tests."""
+def make_tiny_config(steps: int = 4, seed: int = 0, eval_every: int = 2, **run) -> TrainConfig:
+    """The tiny hyperteacher / linear-hypernet run used throughout the tests (`run` overrides
+    fields of its `RunConfig`)."""
     return TrainConfig(
         task=TINY_TASK,
         model=TINY_MODEL,
@@ -34,7 +35,7 @@ def make_tiny_config(steps: int = 4, seed: int = 0, **run) -> TrainConfig:
         model_name="linear-hypernet",
         inner=InnerConfig(steps=2, lr=0.3),
         outer=OuterConfig(lr=1e-2, meta_batch=4),
-        eval=EvalConfig(every=2, tasks=4, batch=2),
+        eval=EvalConfig(every=eval_every, tasks=4, batch=2),
         run=RunConfig(
             steps=steps,
             seed=seed,

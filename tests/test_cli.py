@@ -1,0 +1,274 @@
+"""The `zoo` command line: listing, usage errors, train / eval / resume, presets, and a
+third-party plugin installed as its own distribution."""
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import make_tiny_config
+
+import runs.run
+from runs.checkpoint import Checkpoints
+from runs.cli import main, parse_train
+from runs.presets import get_preset
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+PLUGIN_PKG = REPO / "tests" / "plugin_pkg"
+
+TINY = [
+    "--task.num-modules", "4",
+    "--task.max-active", "2",
+    "--task.hidden", "8",
+    "--task.in-features", "4",
+    "--task.out-features", "3",
+    "--task.shots-support", "8",
+    "--task.shots-query", "8",
+    "--task.num-norm-inputs", "16",
+    "--task.ood-h", "1", "2",
+    "--model.hidden", "8",
+    "--model.num-hidden", "2",
+    "--model.num-templates", "4",
+    "--inner.steps", "2",
+    "--outer.lr", "0.01",
+    "--outer.meta-batch", "4",
+    "--steps-per-call", "2",
+    "--checkpoint-every", "2",
+    "--keep", "5",
+    "--eval.every", "2",
+    "--eval.tasks", "4",
+    "--eval.batch", "2",
+    "--seed", "0",
+    "--no-progress",
+]  # fmt: skip
+TRAIN = ["train", "hyperteacher", "linear-hypernet"]
+POOLS = ["test", "ood", "ood_1", "ood_2"]
+
+
+def _exit_code(argv: list[str]) -> int:
+    """`main(argv)`, with a `SystemExit` (tyro's way out) turned into its code."""
+    try:
+        return main(argv)
+    except SystemExit as error:
+        return error.code if isinstance(error.code, int) else 1
+
+
+def _never_train(*args, **kwargs):
+    raise AssertionError("training started although the settings are invalid")
+
+
+def _snapshot(directory: pathlib.Path) -> dict[str, tuple[int, bytes]]:
+    return {
+        str(p.relative_to(directory)): (p.stat().st_mtime_ns, p.read_bytes())
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _zoo_command(args: list[str], site: pathlib.Path) -> tuple[list[str], dict[str, str]]:
+    """The `zoo` console script run with the plugin on the path, and its environment."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
+    script = shutil.which("zoo")
+    return [*([script] if script else [sys.executable, "-m", "runs.cli"]), *args], env
+
+
+@pytest.fixture(scope="module")
+def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """`tests/plugin_pkg` pip-installed into a temporary directory (not on this process's
+    path: only the subprocesses below see it)."""
+    target = tmp_path_factory.mktemp("site")
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    offline = ["--root-user-action=ignore", "--no-deps", "--no-build-isolation", "--no-index"]
+    subprocess.run([*pip, *offline, "--target", str(target), str(PLUGIN_PKG)], check=True)
+    return target
+
+
+@pytest.fixture(scope="module")
+def plugin_run(plugin_site: pathlib.Path, tmp_path_factory: pytest.TempPathFactory):
+    """`zoo train example-regression example-anil ...` in a subprocess, started at once and
+    awaited by `wait()`, so that it overlaps the tests in between."""
+    out = tmp_path_factory.mktemp("plugin") / "run"
+    flags = ["--steps", "4", "--out", str(out), "--steps-per-call", "2", "--checkpoint-every", "2"]
+    flags += ["--eval.every", "2", "--eval.tasks", "4", "--outer.meta-batch", "4", "--no-progress"]
+    command, env = _zoo_command(
+        ["train", "example-regression", "example-anil", *flags], plugin_site
+    )
+    stdout, stderr = out.parent / "stdout.txt", out.parent / "stderr.txt"
+    # Files, not pipes: the child never waits on a reader.
+    with stdout.open("w") as out_file, stderr.open("w") as err_file:
+        child = subprocess.Popen(command, env=env, stdout=out_file, stderr=err_file)
+
+    def wait() -> tuple[pathlib.Path, str]:
+        child.wait(timeout=600)
+        assert child.returncode == 0, stderr.read_text()[-3000:]
+        return out, stdout.read_text()
+
+    yield wait
+    if child.poll() is None:
+        child.kill()
+        child.wait()
+
+
+def test_third_party_plugin_is_listed(plugin_site: pathlib.Path, plugin_run):
+    command, env = _zoo_command(["list"], plugin_site)
+    listing = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert listing.returncode == 0, listing.stderr
+    for name in ("example-anil", "example-regression", "linear-hypernet", "hyperteacher"):
+        assert name in listing.stdout
+    rows = [line.split()[:2] for line in listing.stdout.splitlines() if line.startswith("  ")]
+    assert ["example-anil", "zoo-example-plugin"] in rows, listing.stdout
+    assert ["example-regression", "zoo-example-plugin"] in rows, listing.stdout
+    assert "failed plugins" not in listing.stdout
+
+
+def test_list(capsys: pytest.CaptureFixture[str]):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split()[:2] for line in out.splitlines() if line.startswith("  ")]
+    assert ["linear-hypernet", "zoo"] in rows and ["hyperteacher", "zoo"] in rows, out
+    assert out.index("linear-hypernet") > out.index("models:")
+    assert out.index("hyperteacher") > out.index("tasks:")
+
+
+def test_no_command_prints_usage(capsys: pytest.CaptureFixture[str]):
+    assert main([]) == 0
+    assert "usage: zoo COMMAND" in capsys.readouterr().out
+    assert main(["trian"]) == 2
+    assert "unknown command 'trian'" in capsys.readouterr().err
+
+
+def test_train_without_names_lists_tasks_and_models(capsys: pytest.CaptureFixture[str]):
+    assert main(["train"]) == 2
+    err = capsys.readouterr().err
+    assert "usage: zoo train TASK MODEL" in err
+    tasks, models = err.split("tasks:")[1].split("models:")
+    assert "hyperteacher" in tasks and "linear-hypernet" in models
+    assert main(["train", "hyperteacher"]) == 2
+    assert "usage: zoo train TASK MODEL" in capsys.readouterr().err
+
+
+def test_unknown_names_give_close_matches(capsys: pytest.CaptureFixture[str]):
+    assert main(["train", "hyperteachr", "linear-hypernet"]) == 2
+    assert "Did you mean 'hyperteacher'?" in capsys.readouterr().err
+    assert main(["train", "hyperteacher", "linear-hypernt"]) == 2
+    assert "Did you mean 'linear-hypernet'?" in capsys.readouterr().err
+
+
+def test_flags_build_the_config(tiny_config):
+    config, command = parse_train([*TRAIN[1:], "--steps", "4", "--out", "somewhere", *TINY])
+    assert config == tiny_config
+    assert command.out == pathlib.Path("somewhere") and not command.resume
+    assert not command.progress
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--task.max-active", "9"], "max_active=9 exceeds num_modules=8"),
+        (["--steps", "-1"], "steps must be >= 0"),
+        (["--eval.every", "3", "--steps-per-call", "2", "--checkpoint-every", "2"], "eval.every"),
+    ],
+)
+def test_invalid_settings_fail_before_training(
+    flags: list[str],
+    message: str,
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+):
+    monkeypatch.setattr(runs.run, "train", _never_train)
+    monkeypatch.setenv("COLUMNS", "200")  # tyro's error box: keep the message on one line
+    out = tmp_path / "run"
+    assert _exit_code([*TRAIN, "--out", str(out), *flags]) != 0
+    captured = capsys.readouterr()
+    assert message in captured.err + captured.out
+    assert not out.exists()
+
+
+def test_presets(capsys: pytest.CaptureFixture[str]):
+    assert main(["presets"]) == 0
+    out = capsys.readouterr().out
+    assert "schug2024/hyperteacher-compositional " in out
+    assert "schug2024/hyperteacher-connected-cpu" in out
+    # A preset is a config value; flags override it.
+    config, command = parse_train(
+        ["--preset", "schug2024/hyperteacher-compositional", "--steps", "10", "--inner.steps", "3"]
+    )
+    preset = get_preset("schug2024/hyperteacher-compositional")
+    assert config.run.steps == 10 and config.inner.steps == 3
+    assert config.task == preset.task and config.model == preset.model
+    assert config.outer == preset.outer and config.task.split == "compositional"
+    assert command.out.name == "schug2024-hyperteacher-compositional"
+    with pytest.raises(SystemExit) as info:
+        parse_train(["--preset", "schug2024/hyperteacher-compositinal"])
+    assert "Did you mean schug2024/hyperteacher-compositional" in str(info.value.code)
+
+
+def test_train_eval_resume(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]):
+    out = tmp_path / "run"
+    command = [*TRAIN, "--steps", "4", "--out", str(out), *TINY]
+    assert main(command) == 0
+    assert f"run saved in {out}" in capsys.readouterr().out
+    assert runs.run.read_config(out) == make_tiny_config(steps=4)
+    rows = runs.run.read_metrics(out)
+    assert [(r["step"], r["pool"]) for r in rows] == [
+        (step, pool) for step in (2, 4) for pool in ["train", *POOLS]
+    ]
+
+    # `zoo eval` scores the newest checkpoint on the same tasks as the run's own evaluation.
+    assert main(["eval", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "(step 4)" in printed
+    for pool in POOLS:
+        assert any(line.startswith(pool + " ") for line in printed.splitlines()), printed
+    report = json.loads((out / "eval.json").read_text())
+    assert report["step"] == 4 and list(report["pools"]) == POOLS
+    for row in rows[-len(POOLS) :]:
+        for name in ("loss", "accuracy"):
+            assert report["pools"][row["pool"]][name] == pytest.approx(row[name], rel=1e-5)
+
+    # An older checkpoint: the numbers of the run's own evaluation at that step.
+    assert main(["eval", str(out), "--step", "2"]) == 0
+    assert "(step 2)" in capsys.readouterr().out
+    report = json.loads((out / "eval.json").read_text())
+    assert report["step"] == 2
+    for row in rows[1 : 1 + len(POOLS)]:
+        assert row["step"] == 2
+        assert report["pools"][row["pool"]]["loss"] == pytest.approx(row["loss"], rel=1e-5)
+    assert main(["eval", str(out), "--step", "3"]) == 1
+    assert "No checkpoint at step 3" in capsys.readouterr().err
+    assert main(["eval", str(tmp_path)]) == 1
+    assert "holds no zoo run" in capsys.readouterr().err
+
+    # The same command again would overwrite the run: refused, nothing changed.
+    before = _snapshot(out)
+    assert main(command) == 1
+    assert "--resume" in capsys.readouterr().err
+    assert _snapshot(out) == before
+
+    # --resume with more steps continues to the new end.
+    assert main([*TRAIN, "--steps", "6", "--out", str(out), "--resume", *TINY]) == 0
+    assert [r["step"] for r in runs.run.read_metrics(out) if r["pool"] == "train"] == [2, 4, 6]
+    assert Checkpoints(out).steps()[-1] == 6
+    assert runs.run.load(out).step == 6
+    assert runs.run.read_config(out).run.steps == 6
+
+
+def test_third_party_plugin_trains(plugin_run):
+    out, stdout = plugin_run()
+    assert f"run saved in {out}" in stdout
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [(r["step"], r["pool"]) for r in rows] == [
+        (2, "train"),
+        (2, "test"),
+        (4, "train"),
+        (4, "test"),
+    ]
+    assert all(r["mse"] >= 0 and r["loss"] == pytest.approx(r["mse"]) for r in rows)
+    config = json.loads((out / "config.json").read_text())
+    assert config["task_name"] == "example-regression"
+    assert config["model_name"] == "example-anil"
+    assert Checkpoints(out).steps() == [0, 2, 4]

@@ -1,0 +1,358 @@
+"""Run directories: train, load, resume (after a kill, after a corrupt checkpoint), divergence,
+and the errors raised before anything is compiled."""
+
+import dataclasses
+import hashlib
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import equinox as eqx
+import jax.numpy as jnp
+import jax.tree_util as jtu
+import numpy as np
+import pytest
+from conftest import make_tiny_config
+
+import runs.run
+from runs.checkpoint import Checkpoints, CheckpointWarning
+from runs.config import OuterConfig, RunConfig
+from runs.run import RunError, TrainingDiverged, build, build_task, load, read_config, train
+from tasks.config import HyperteacherConfig
+from zoo.linear_hypernet import LinearHypernet
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+STEPS = 6
+# Checkpoints at 0, 2, 4, 6; evaluation only at the end (a killed run never compiles it).
+CONFIG = make_tiny_config(steps=STEPS, eval_every=0)
+EVAL_POOLS = {"test", "ood", "ood_1", "ood_2"}
+
+
+def _arrays(tree) -> list[np.ndarray]:
+    return [np.asarray(x) for x in jtu.tree_leaves(eqx.filter(tree, eqx.is_array))]
+
+
+def _assert_same_arrays(a, b) -> None:
+    a, b = _arrays(a), _arrays(b)
+    assert len(a) == len(b) > 0
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+def _rows(directory: pathlib.Path) -> list[dict]:
+    """Metrics rows without their wall-clock `time`."""
+    return [
+        {k: v for k, v in row.items() if k != "time"} for row in runs.run.read_metrics(directory)
+    ]
+
+
+def _snapshot(directory: pathlib.Path) -> dict[str, tuple[int, str]]:
+    """Modification time and content hash of every file under `directory`."""
+    return {
+        str(p.relative_to(directory)): (
+            p.stat().st_mtime_ns,
+            hashlib.sha1(p.read_bytes()).hexdigest(),
+        )
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _no_training(*args, **kwargs):
+    raise AssertionError("the run went on to checkpoint or train before its settings were checked")
+
+
+@pytest.fixture
+def no_training(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test if `train` gets as far as opening checkpoints or compiling a chunk."""
+    monkeypatch.setattr(runs.run, "train_chunk", _no_training)
+    monkeypatch.setattr(runs.run, "Checkpoints", _no_training)
+
+
+def _env(**changes: str) -> dict[str, str]:
+    """This process's environment, with the repository first on `PYTHONPATH`."""
+    env = {**os.environ, **changes}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+    return env
+
+
+KILLED_AT = 4
+
+_KILL_SCRIPT = """\
+import os, signal, sys
+import runs.checkpoint
+from runs.run import read_config, train
+
+save = runs.checkpoint.Checkpoints.save
+
+def save_then_die(self, step, *args, **kwargs):
+    save(self, step, *args, **kwargs)
+    if step == {step}:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+runs.checkpoint.Checkpoints.save = save_then_die
+train(read_config(sys.argv[1]), sys.argv[2], progress=False)
+"""
+
+
+@pytest.fixture(scope="module")
+def killed_run(tmp_path_factory: pytest.TempPathFactory):
+    """A run of `CONFIG` in a child process that dies the hard way (SIGKILL) right after saving
+    step 4. Started at once and awaited by `wait()`, so that it overlaps other work."""
+    root = tmp_path_factory.mktemp("killed")
+    staging, out = root / "staging", root / "run"
+    runs.run.save_config(CONFIG, staging)
+    log = root / "stderr.txt"
+    with log.open("w") as stderr:  # a file, not a pipe: the child never waits on a reader
+        child = subprocess.Popen(
+            [sys.executable, "-c", _KILL_SCRIPT.format(step=KILLED_AT), str(staging), str(out)],
+            env=_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+
+    def wait() -> pathlib.Path:
+        child.wait(timeout=600)
+        assert child.returncode == -signal.SIGKILL, log.read_text()[-3000:]
+        return out
+
+    yield wait
+    if child.poll() is None:
+        child.kill()
+        child.wait()
+
+
+@pytest.fixture(scope="module")
+def run_a(killed_run, tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """An uninterrupted run of `CONFIG` (trained while the killed run's child works)."""
+    return train(CONFIG, tmp_path_factory.mktemp("runs") / "a", progress=False)
+
+
+def test_run_directory(run_a: pathlib.Path):
+    assert (run_a / "config.json").is_file() and (run_a / "metrics.jsonl").is_file()
+    assert read_config(run_a) == CONFIG
+    assert Checkpoints(run_a).steps() == [0, 2, 4, 6]
+
+    rows = runs.run.read_metrics(run_a)
+    train_rows = [r for r in rows if r["pool"] == "train"]
+    assert [r["step"] for r in train_rows] == [2, 4, 6]
+    for row in train_rows:
+        assert {"loss", "accuracy", "grad_norm", "time"} <= set(row)
+        assert all(np.isfinite(row[k]) for k in ("loss", "accuracy", "grad_norm"))
+    eval_rows = [r for r in rows if r["pool"] != "train"]
+    assert set(build_task(CONFIG).pools()) - {"train"} == EVAL_POOLS
+    assert sorted(r["pool"] for r in eval_rows) == sorted(EVAL_POOLS)
+    for row in eval_rows:
+        assert row["step"] == STEPS
+        assert set(row) == {"step", "pool", "loss", "accuracy"}
+        assert np.isfinite(row["loss"]) and 0.0 <= row["accuracy"] <= 1.0
+
+
+def test_load(run_a: pathlib.Path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CheckpointWarning)
+        loaded = load(run_a)
+        first = load(run_a, step=0)
+        middle = load(run_a, step=4)
+    assert isinstance(loaded.model, LinearHypernet)
+    assert loaded.step == STEPS and loaded.config == CONFIG
+    # Step 0 holds the initialization, which the run's seed rebuilds exactly.
+    _, initial = build(CONFIG)
+    assert first.step == 0
+    _assert_same_arrays(first.model, initial)
+    # Training moved the meta parameters, step by step.
+    assert middle.step == 4
+    for model in (middle.model, initial):
+        assert not np.allclose(loaded.model.weight_generators[0], model.weight_generators[0])
+    x = jnp.linspace(-1.0, 1.0, 3 * CONFIG.task.in_features).reshape(3, -1)
+    pred = loaded.model(x)
+    assert pred.shape == (3, CONFIG.task.out_features) and bool(jnp.all(jnp.isfinite(pred)))
+    with pytest.raises(RunError, match=r"No checkpoint at step 3"):
+        load(run_a, step=3)
+    with pytest.raises(RunError, match="holds no zoo run"):
+        load(run_a / "checkpoints")
+
+
+def test_load_on_a_machine_with_one_device(run_a: pathlib.Path, tmp_path: pathlib.Path):
+    """A run saved from a 2-device mesh loads in a process that has a single device."""
+    out = tmp_path / "leaves.npz"
+    script = textwrap.dedent(
+        f"""\
+        import warnings, jax, numpy as np, equinox as eqx
+        assert len(jax.devices()) == 1, jax.devices()
+        from runs.run import load
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            model, config, step = load({str(run_a)!r})
+        leaves = jax.tree_util.tree_leaves(eqx.filter(model, eqx.is_array))
+        np.savez({str(out)!r}, step=step, *[np.asarray(x) for x in leaves])
+        """
+    )
+    env = _env(JAX_PLATFORMS="cpu")
+    env.pop("XLA_FLAGS", None)
+    result = subprocess.run(
+        [sys.executable, "-W", "ignore::DeprecationWarning", "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    saved = np.load(out)
+    assert int(saved["step"]) == STEPS
+    expected = _arrays(load(run_a).model)
+    assert len(saved.files) == len(expected) + 1
+    for i, leaf in enumerate(expected):
+        np.testing.assert_array_equal(saved[f"arr_{i}"], leaf)
+
+
+def test_same_seed_same_numbers(run_a: pathlib.Path, killed_run):
+    """The killed run (another process, same config) has the same numbers as run A up to the
+    step it died at, metrics and checkpoints alike."""
+    killed = killed_run()
+    assert Checkpoints(killed).steps() == [0, 2, KILLED_AT]
+    rows = _rows(killed)
+    assert [r["step"] for r in rows] == [2, KILLED_AT]
+    assert rows == [r for r in _rows(run_a) if r["step"] <= KILLED_AT]
+    for step in (2, KILLED_AT):
+        _assert_same_arrays(load(killed, step=step).model, load(run_a, step=step).model)
+
+
+def test_resume_after_a_kill_is_bit_identical(
+    run_a: pathlib.Path, killed_run, tmp_path: pathlib.Path
+):
+    out = tmp_path / "resumed"
+    shutil.copytree(killed_run(), out)
+    assert Checkpoints(out).steps()[-1] == KILLED_AT
+
+    assert train(CONFIG, out, resume=True, progress=False) == out
+    assert Checkpoints(out).steps() == [0, 2, 4, 6]
+    assert _rows(out) == _rows(run_a)
+    resumed, original = load(out), load(run_a)
+    assert resumed.step == original.step == STEPS
+    _assert_same_arrays(resumed.model, original.model)
+
+
+def test_corrupt_newest_checkpoint(run_a: pathlib.Path, tmp_path: pathlib.Path):
+    out = tmp_path / "corrupt"
+    shutil.copytree(run_a, out)
+    newest = out / "checkpoints" / str(STEPS)
+    files = [p for p in newest.rglob("*") if p.is_file()]
+    assert files
+    for path in files:
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2])
+
+    with pytest.warns(CheckpointWarning, match=rf"step {STEPS}"):
+        loaded = load(out)
+    assert loaded.step == STEPS - 2
+    _assert_same_arrays(loaded.model, load(run_a, step=STEPS - 2).model)
+
+    # Resuming goes on from the previous checkpoint and ends where the intact run ended.
+    with pytest.warns(CheckpointWarning):
+        train(CONFIG, out, resume=True, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CheckpointWarning)
+        resumed = load(out)
+    assert resumed.step == STEPS
+    _assert_same_arrays(resumed.model, load(run_a).model)
+    assert _rows(out) == _rows(run_a)
+
+
+def test_non_finite_loss_stops_the_run(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path):
+    real = runs.run.train_chunk
+    calls = []
+
+    def second_chunk_diverges(*args, **kwargs):
+        model, opt_state, metrics = real(*args, **kwargs)
+        calls.append(None)
+        if len(calls) >= 2:  # the second step of the second chunk (step 3) goes bad
+            metrics = {**metrics, "loss": metrics["loss"].at[1].set(jnp.nan)}
+        return model, opt_state, metrics
+
+    monkeypatch.setattr(runs.run, "train_chunk", second_chunk_diverges)
+    out = tmp_path / "diverged"
+    with pytest.raises(TrainingDiverged) as info:
+        train(CONFIG, out, progress=False)
+    message = str(info.value)
+    assert "non-finite at step 3" in message
+    assert "last good checkpoint (step 2)" in message
+    assert len(calls) == 2
+    assert Checkpoints(out).steps() == [0, 2]
+    assert [r["step"] for r in runs.run.read_metrics(out)] == [2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CheckpointWarning)
+        loaded = load(out)
+    assert loaded.step == 2
+    assert all(bool(jnp.all(jnp.isfinite(x))) for x in _arrays(loaded.model))
+
+
+def test_resuming_a_finished_run_changes_nothing(run_a: pathlib.Path, tmp_path: pathlib.Path):
+    out = tmp_path / "finished"
+    shutil.copytree(run_a, out)
+    before = _snapshot(out / "checkpoints")
+    rows = (out / "metrics.jsonl").read_text()
+    assert train(CONFIG, out, resume=True, progress=False) == out
+    assert _snapshot(out / "checkpoints") == before
+    assert (out / "metrics.jsonl").read_text() == rows
+    assert read_config(out) == CONFIG
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def test_an_existing_run_needs_resume(run_a: pathlib.Path, no_training: None):
+    before = _snapshot(run_a)
+    with pytest.raises(RunError, match="--resume") as info:
+        train(CONFIG, run_a, progress=False)
+    assert "nothing there was changed" in str(info.value)
+    assert _snapshot(run_a) == before
+
+
+def test_a_non_empty_directory_without_a_run(tmp_path: pathlib.Path, no_training: None):
+    (tmp_path / "notes.txt").write_text("mine\n")
+    for resume in (False, True):
+        with pytest.raises(RunError, match="not empty"):
+            train(CONFIG, tmp_path, resume=resume, progress=False)
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+def test_resume_with_other_settings(run_a: pathlib.Path, no_training: None):
+    before = _snapshot(run_a)
+    changed = dataclasses.replace(
+        CONFIG,
+        outer=dataclasses.replace(CONFIG.outer, lr=0.5),
+        task=dataclasses.replace(CONFIG.task, temperature=0.2),
+    )
+    with pytest.raises(RunError, match=r"only run\.steps may change") as info:
+        train(changed, run_a, resume=True, progress=False)
+    message = str(info.value)
+    assert "outer.lr: saved 0.01, given 0.5" in message
+    assert "task.temperature" in message
+    assert "run.steps" not in message.split("change):")[1]
+    assert _snapshot(run_a) == before
+
+
+def test_too_many_devices(tmp_path: pathlib.Path, no_training: None):
+    config = dataclasses.replace(CONFIG, run=dataclasses.replace(CONFIG.run, devices=64))
+    with pytest.raises(RunError, match="64 devices asked for"):
+        train(config, tmp_path / "new", progress=False)
+    assert not (tmp_path / "new").exists()
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="max_active=5 exceeds num_modules=4"):
+        HyperteacherConfig(num_modules=4, max_active=5)
+    with pytest.raises(ValueError, match="steps must be >= 0"):
+        RunConfig(steps=-1)
+    with pytest.raises(ValueError, match="multiple of steps_per_call"):
+        RunConfig(steps_per_call=3, checkpoint_every=4)
+    with pytest.raises(ValueError, match="meta_batch must be >= 1"):
+        OuterConfig(meta_batch=0)
+    with pytest.raises(ValueError, match=r"eval.every \(3\) must be a multiple"):
+        make_tiny_config(eval_every=3)
