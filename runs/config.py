@@ -30,8 +30,9 @@ class InnerConfig:
     """Inner steps at evaluation (default: as in training)."""
     remat: bool = False
     """Rematerialize each inner step in the backward pass (less memory, more compute)."""
-    unroll: bool = False
-    """Unroll the inner loop at compile time (longer compile; sometimes faster on CPU)."""
+    unroll: int = 1
+    """Inner steps per iteration of the compiled loop (`lax.scan`'s `unroll`): more compiles
+    longer and is sometimes faster on CPU."""
 
     def __post_init__(self):
         if self.steps < 0:
@@ -40,6 +41,8 @@ class InnerConfig:
             raise ValueError(f"inner.eval_steps must be >= 0, got {self.eval_steps}.")
         if self.lr <= 0:
             raise ValueError(f"inner.lr must be > 0, got {self.lr}; pass e.g. --inner.lr 0.3.")
+        if self.unroll < 1:
+            raise ValueError(f"inner.unroll must be >= 1, got {self.unroll}.")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -89,9 +89,10 @@ def adapt(
 
     if config.remat:
         step = jax.checkpoint(step)
-    (fast, _), _ = jax.lax.scan(
-        step, (start, optimizer.init(start)), length=steps, unroll=config.unroll
-    )
+    # The first step runs outside the loop: its starting point is shared by every task of a
+    # vmapped meta-batch, so its work is not repeated per task (the loop carry is per task).
+    carry, _ = step((start, optimizer.init(start)), None)
+    (fast, _), _ = jax.lax.scan(step, carry, length=steps - 1, unroll=config.unroll)
     if config.mode == "first-order":
         # Gradient reaches the initialization as if the adaptation were the identity.
         fast = jtu.tree_map(lambda f0, f: f0 + jax.lax.stop_gradient(f - f0), fast0, fast)

@@ -40,7 +40,7 @@ def matmul_peak(n: int = 1024, repeats: int = 20) -> float:
 def step_flops(trainer: Trainer, model, opt_state) -> float:
     """FLOPs of one outer step, from XLA's cost analysis of the step with its inner loop
     unrolled (XLA counts the body of a rolled loop once)."""
-    unrolled = dataclasses.replace(trainer.inner, unroll=True)
+    unrolled = dataclasses.replace(trainer.inner, unroll=trainer.inner.steps)
     trainer = dataclasses.replace(trainer, inner=unrolled)
     params, static = eqx.partition((model, opt_state), eqx.is_array)
 
@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--steps-per-call", type=int, default=100)
     parser.add_argument("--calls", type=int, default=5)
     parser.add_argument("--mode", default="second-order")
-    parser.add_argument("--unroll", action="store_true", help="unroll the inner loop")
+    parser.add_argument("--unroll", type=int, default=1, help="inner steps per loop iteration")
     parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args()
 
