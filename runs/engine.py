@@ -117,6 +117,21 @@ def episode_loss(
     return loss, {"loss": loss, **task.metrics(pred, episode.query.y)}
 
 
+def episode_losses(
+    model: AbstractMetaLearner,
+    keys: PRNGKeyArray,
+    task: AbstractTask,
+    config: InnerConfig,
+    steps: int,
+    pool: str = "train",
+) -> tuple[Float[Array, " tasks"], dict[str, Float[Array, " tasks"]]]:
+    """`episode_loss` for one task per key, vmapped (the model is shared by all)."""
+    return eqx.filter_vmap(
+        functools.partial(episode_loss, task=task, config=config, steps=steps, pool=pool),
+        in_axes=(None, 0),
+    )(model, keys)
+
+
 class MeshError(ValueError):
     """The devices asked for cannot split the meta-batch."""
 
@@ -171,12 +186,7 @@ class Trainer(eqx.Module):
             task = eqx.combine(task_params, task_static)
 
             def mean_loss(model):
-                losses, metrics = eqx.filter_vmap(
-                    functools.partial(
-                        episode_loss, task=task, config=self.inner, steps=self.inner.steps
-                    ),
-                    in_axes=(None, 0),
-                )(model, keys)
+                losses, metrics = episode_losses(model, keys, task, self.inner, self.inner.steps)
                 return losses.mean(), jtu.tree_map(jnp.mean, metrics)
 
             grads, metrics = eqx.filter_grad(mean_loss, has_aux=True)(model)
@@ -266,11 +276,7 @@ def evaluate_pool(
     frozen = jax.lax.stop_gradient(model)
 
     def one_batch(keys):
-        _, metrics = eqx.filter_vmap(
-            functools.partial(episode_loss, task=task, config=config, steps=steps, pool=pool),
-            in_axes=(None, 0),
-        )(frozen, keys)
-        return metrics
+        return episode_losses(frozen, keys, task, config, steps, pool)[1]
 
     metrics = jax.lax.map(one_batch, keys)
     return jtu.tree_map(lambda m: m.reshape(-1)[:num_tasks].mean(), metrics)
