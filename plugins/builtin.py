@@ -2,8 +2,14 @@
 `zoo.models` / `zoo.tasks` entry points, exactly as a third-party package registers its own.
 Only configuration modules are imported here (no JAX)."""
 
-from tasks.config import HyperteacherConfig
-from zoo.config import LinearHypernetConfig
+from tasks.config import HyperteacherConfig, TeacherStudentConfig
+from zoo.config import (
+    ANILConfig,
+    LinearHypernetConfig,
+    MAMLConfig,
+    NonlinearHypernetConfig,
+    ShallowHypernetConfig,
+)
 
 from ._spec import ModelSpec, TaskSpec
 
@@ -12,6 +18,41 @@ linear_hypernet = ModelSpec(
     config=LinearHypernetConfig,
     factory="zoo.linear_hypernet:make",
     description="Linear hypernetwork: NTK ReLU MLP generated from task embeddings (Schug et al. 2024, D.3)",
+)
+
+nonlinear_hypernet = ModelSpec(
+    name="nonlinear-hypernet",
+    config=NonlinearHypernetConfig,
+    factory="zoo.nonlinear_hypernet:make",
+    description="Nonlinear hypernetwork: embeddings through an ELU/LayerNorm MLP (Schug et al. 2024, D.4)",
+)
+
+anil = ModelSpec(
+    name="anil",
+    config=ANILConfig,
+    factory="zoo.mlp:make_anil",
+    description="ANIL: meta-learned ReLU MLP body, readout adapted per task (Schug et al. 2024, D.2)",
+)
+
+maml = ModelSpec(
+    name="maml",
+    config=MAMLConfig,
+    factory="zoo.mlp:make_maml",
+    description="MAML: ReLU MLP, every parameter adapted from a meta-learned init (Schug et al. 2024, D.1)",
+)
+
+shallow_hypernet = ModelSpec(
+    name="shallow-hypernet",
+    config=ShallowHypernetConfig,
+    factory="zoo.shallow_hypernet:make",
+    description="Teacher-student student: 2-layer MLP, first layer = modules x inferred code (Schug et al. 2024, 3.1)",
+)
+
+teacher_student = TaskSpec(
+    name="teacher-student",
+    config=TeacherStudentConfig,
+    factory="tasks.teacher_student:make",
+    description="Multi-task teacher-student: modular teacher, connected/disconnected supports (Schug et al. 2024, 3.1, C.1)",
 )
 
 hyperteacher = TaskSpec(

@@ -55,3 +55,9 @@ class AbstractTask(eqx.Module):
     @abc.abstractmethod
     def metrics(self, pred: Array, y: Array) -> dict[str, Float[Array, ""]]:
         """Named scalar metrics (e.g. `accuracy`) of `pred` against `y`."""
+
+    def modules(self) -> Float[Array, "modules ..."] | None:
+        """The ground-truth modules of the generator, `[M, fan_in, hidden]`, where the task's
+        layer of a task with code `z` is `sum_m z[m] * modules[m]` (for module alignment);
+        `None` where there are none to compare."""
+        return None

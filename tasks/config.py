@@ -104,3 +104,82 @@ class HyperteacherConfig:
                 )
         if len(set(self.ood_h)) != len(self.ood_h):
             raise ValueError(f"ood_h={self.ood_h} repeats a value; list each h once.")
+
+
+TeacherStudentSupport = Literal[
+    "connected",
+    "disconnected",
+    "connected-triples",
+    "disconnected-one-hots",
+    "disconnected-triples",
+]
+TeacherStudentDistribution = Literal["discrete", "continuous"]
+
+_SUPPORTS: tuple[str, ...] = (
+    "connected",
+    "disconnected",
+    "connected-triples",
+    "disconnected-one-hots",
+    "disconnected-triples",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class TeacherStudentConfig:
+    """The multi-task teacher-student setting of Schug et al. 2024 (Section 3.1, Appendix C.1).
+
+    A fixed random teacher: a 2-layer ReLU MLP whose first layer is a linear combination of
+    M modules weighted by the task code. The training codes live on the masks of `support`
+    (Table A9 of the paper); `distribution` says how codes are drawn on a mask.
+    """
+
+    num_modules: int = 6
+    """M: number of teacher modules (the size of the task code)."""
+    in_features: int = 16
+    """Input size."""
+    hidden: int = 16
+    """Teacher hidden width."""
+    out_features: int = 4
+    """Output size."""
+    distribution: TeacherStudentDistribution = "discrete"
+    """'discrete': unit-norm many-hot codes; 'continuous': random simplex weights on the
+    active modules, shifted into [0.5, 1] (Algorithm 1)."""
+    support: TeacherStudentSupport = "connected"
+    """Training masks (Table A9): 'connected' = ring of neighbouring pairs, 'disconnected' =
+    all pairs within each half of the modules (two cliques); the discrete distribution adds
+    the one-hots to both. 'connected-triples', 'disconnected-one-hots' and
+    'disconnected-triples' are the other continuous supports of Table A9."""
+    shots_support: int = 256
+    """Inputs per support set."""
+    shots_query: int = 256
+    """Inputs per query set."""
+    eval_h: tuple[int, ...] = (1, 2, 3)
+    """Evaluation pools h_<h>: codes on every mask with exactly h active modules."""
+
+    def __post_init__(self) -> None:
+        m = self.num_modules
+        if self.support not in _SUPPORTS:
+            raise ValueError(
+                f"support={self.support!r} is unknown; use one of {', '.join(_SUPPORTS)}."
+            )
+        if self.distribution not in ("discrete", "continuous"):
+            raise ValueError(
+                f"distribution={self.distribution!r} is unknown; use 'discrete' or 'continuous'."
+            )
+        if m < 4 or m % 2:
+            raise ValueError(
+                f"num_modules={m}: the supports of Table A9 need an even number of modules >= 4; "
+                "set num_modules to 4, 6 (the paper), 8, ..."
+            )
+        for name in ("in_features", "hidden", "out_features", "shots_support", "shots_query"):
+            value = getattr(self, name)
+            if value < 1:
+                raise ValueError(f"{name}={value} must be positive; set {name} >= 1.")
+        for h in self.eval_h:
+            if not 1 <= h <= m:
+                raise ValueError(
+                    f"eval_h contains {h}: h counts active modules and must lie in 1..{m}; "
+                    "remove it."
+                )
+        if len(set(self.eval_h)) != len(self.eval_h):
+            raise ValueError(f"eval_h={self.eval_h} repeats a value; list each h once.")

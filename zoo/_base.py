@@ -5,7 +5,7 @@ import abc
 
 import equinox as eqx
 import jax.tree_util as jtu
-from jaxtyping import Array, PyTree
+from jaxtyping import Array, Float, PyTree
 
 
 class AbstractMetaLearner(eqx.Module):
@@ -27,6 +27,29 @@ class AbstractMetaLearner(eqx.Module):
         """`True` at fast leaves whose per-task starting value is fixed, not meta-learned
         (e.g. an output bias reset to zero for each task). Default: none."""
         return jtu.tree_map(lambda _: False, self)
+
+    def features(self, x: Array) -> Array:
+        """The part of the forward pass that reads no fast leaf (e.g. ANIL's body).
+
+        The engine computes it once per task, outside the inner loop, and adapts on
+        `predict(features(x))`; a model must satisfy `self(x) == self.predict(self.features(x))`.
+        Default: the identity (everything depends on fast leaves)."""
+        return x
+
+    def predict(self, features: Array) -> Array:
+        """Predictions from `features(x)`. Default: `self(features)`, which fits the default
+        identity `features`."""
+        return self(features)
+
+    def embedding(self) -> Float[Array, " dim"] | None:
+        """The model's inferred task representation (read after adaptation), for linear
+        decodability of the ground-truth task latent; `None` if the model has none."""
+        return None
+
+    def modules(self) -> Float[Array, "modules ..."] | None:
+        """The model's modules, one per entry of `embedding()`, in the layout of the task's
+        ground-truth modules (for module alignment); `None` if the model has none."""
+        return None
 
     def partition(self) -> tuple[PyTree, PyTree]:
         """`(fast, meta)` halves of `self` (combine with `eqx.combine(fast, meta)`)."""

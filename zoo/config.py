@@ -31,3 +31,78 @@ class LinearHypernetConfig:
                 f"model.num_templates must be >= 1, got {self.num_templates}; "
                 "the reference uses 4x the number of teacher modules."
             )
+
+
+def _positive(name: str, value: int, hint: str) -> None:
+    if value < 1:
+        raise ValueError(f"model.{name} must be >= 1, got {value}; {hint}")
+
+
+@dataclasses.dataclass(frozen=True)
+class NonlinearHypernetConfig:
+    """Nonlinear hypernetwork (Schug et al. 2024, Appendix D.4, with the reference code's
+    details): each layer group's embedding passes through an MLP before the linear head."""
+
+    hidden: int = 128
+    """Width of the base network's hidden layers."""
+    num_hidden: int = 3
+    """Number of hidden layers of the base network."""
+    num_templates: int = 32
+    """Embedding size T per layer group; the reference uses 4M."""
+    generator_width: int = 32
+    """Width of the generator MLP's hidden layers."""
+    generator_depth: int = 4
+    """Number of hidden layers of the generator MLP (Linear -> LayerNorm -> ELU each)."""
+
+    def __post_init__(self):
+        _positive("hidden", self.hidden, "pass e.g. --model.hidden 128.")
+        _positive("num_hidden", self.num_hidden, "pass e.g. --model.num-hidden 3.")
+        _positive("num_templates", self.num_templates, "the reference uses 4x the modules.")
+        _positive("generator_width", self.generator_width, "the reference uses 32.")
+        _positive("generator_depth", self.generator_depth, "the reference uses 4.")
+
+
+@dataclasses.dataclass(frozen=True)
+class ANILConfig:
+    """ANIL (Schug et al. 2024, Appendix D.2): a ReLU MLP whose body is meta-learned and whose
+    linear readout adapts per task from a meta-learned initialization."""
+
+    hidden: int = 512
+    """Width of the hidden layers (the reference uses 512 on the hyperteacher)."""
+    num_hidden: int = 3
+    """Number of hidden layers."""
+
+    def __post_init__(self):
+        _positive("hidden", self.hidden, "pass e.g. --model.hidden 512.")
+        _positive("num_hidden", self.num_hidden, "pass e.g. --model.num-hidden 3.")
+
+
+@dataclasses.dataclass(frozen=True)
+class MAMLConfig:
+    """MAML (Schug et al. 2024, Appendix D.1): a ReLU MLP whose every parameter adapts per task
+    from a meta-learned initialization."""
+
+    hidden: int = 384
+    """Width of the hidden layers (the reference uses 384 on the hyperteacher)."""
+    num_hidden: int = 3
+    """Number of hidden layers."""
+
+    def __post_init__(self):
+        _positive("hidden", self.hidden, "pass e.g. --model.hidden 384.")
+        _positive("num_hidden", self.num_hidden, "pass e.g. --model.num-hidden 3.")
+
+
+@dataclasses.dataclass(frozen=True)
+class ShallowHypernetConfig:
+    """The student of the multi-task teacher-student setting (Schug et al. 2024, Section 3.1):
+    a 2-layer ReLU MLP whose first layer is a linear combination of modules weighted by a
+    per-task code (the fast leaf, restarted from a fixed random value for every task)."""
+
+    hidden: int = 32
+    """Hidden width; the reference uses 2x the teacher's (16)."""
+    num_modules: int = 12
+    """Number of modules, the size of the inferred code; the reference uses 2x the teacher's (6)."""
+
+    def __post_init__(self):
+        _positive("hidden", self.hidden, "pass e.g. --model.hidden 32.")
+        _positive("num_modules", self.num_modules, "pass e.g. --model.num-modules 12.")
