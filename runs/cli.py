@@ -172,7 +172,7 @@ class EvalCommand:
 
 
 def _eval(argv: list[str]) -> int:
-    from .run import RunError, build_task, evaluate, load
+    from .run import RunError, build_task, evaluate, identification, load
 
     command = tyro.cli(EvalCommand, args=argv, prog="zoo eval")
     try:
@@ -184,13 +184,22 @@ def _eval(argv: list[str]) -> int:
         config = dataclasses.replace(
             config, eval=dataclasses.replace(config.eval, tasks=command.tasks)
         )
-    results = evaluate(model, build_task(config), config, inner_steps=command.inner_steps)
-    report = {"step": step, "inner_steps": command.inner_steps, "pools": results}
+    task = build_task(config)
+    results = evaluate(model, task, config, inner_steps=command.inner_steps)
+    found = identification(model, task, config, inner_steps=command.inner_steps)
+    report = {
+        "step": step,
+        "inner_steps": command.inner_steps,
+        "pools": results,
+        "identification": found,
+    }
     (command.directory / "eval.json").write_text(json.dumps(report, indent=2) + "\n")
     names = sorted({k for v in results.values() for k in v})
     print(f"{'pool':<10}" + "".join(f"{n:>12}" for n in names) + f"   (step {step})")
     for pool, values in results.items():
         print(f"{pool:<10}" + "".join(f"{values.get(n, float('nan')):>12.4f}" for n in names))
+    for name, value in found.items():
+        print(f"{name:<10}{value:>12.4f}")
     return 0
 
 

@@ -26,6 +26,9 @@ class InnerConfig:
     """How the outer gradient treats the inner loop: backprop through it (`second-order`), drop
     its second-order terms (`first-order`), or treat the adapted fast leaves as constants
     (`equilibrium`: the stop-gradient mode of Schug et al. Section 2 / C.1.3)."""
+    batch: int = 0
+    """Support examples per inner step: a fresh random subset of the support set at every step
+    (as the reference's ANIL); 0 uses the whole support set."""
     eval_steps: int | None = None
     """Inner steps at evaluation (default: as in training)."""
     remat: bool = False
@@ -43,6 +46,10 @@ class InnerConfig:
             raise ValueError(f"inner.lr must be > 0, got {self.lr}; pass e.g. --inner.lr 0.3.")
         if self.unroll < 1:
             raise ValueError(f"inner.unroll must be >= 1, got {self.unroll}.")
+        if self.batch < 0:
+            raise ValueError(
+                f"inner.batch must be >= 0 (0 = the whole support set), got {self.batch}."
+            )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -60,10 +60,15 @@ def adapt(
     task: AbstractTask,
     config: InnerConfig,
     steps: int,
+    key: PRNGKeyArray | None = None,
 ) -> AbstractMetaLearner:
     """Run `steps` inner optimizer steps on the fast leaves of `model` with the support loss and
     return the adapted model. How gradients flow back through this to the model's meta leaves
-    and fast initialization is set by `config.mode`."""
+    and fast initialization is set by `config.mode`. `key` draws the support minibatches when
+    `config.batch` is set.
+
+    The model's `features` of the support inputs (the part of the forward pass that reads no
+    fast leaf) are computed once, before the loop."""
     fast0, meta = model.partition()
     if not jtu.tree_leaves(fast0) or steps == 0:
         return model
@@ -77,13 +82,27 @@ def adapt(
     inner_meta = meta if config.mode == "second-order" else jax.lax.stop_gradient(meta)
     start = fast0 if config.mode == "second-order" else jax.lax.stop_gradient(fast0)
     optimizer = inner_optimizer(config)
+    features = eqx.combine(start, inner_meta).features(support.x)
+    num = jtu.tree_leaves(features)[0].shape[0]
+    if config.batch > num:
+        raise ValueError(
+            f"inner.batch={config.batch} exceeds the {num} support examples of an episode; "
+            f"set --inner.batch to at most {num} (0 uses them all)."
+        )
+    if config.batch and key is None:
+        raise ValueError("inner.batch is set: adapt needs a key to draw the minibatches.")
 
-    def support_loss(fast):
-        return task.loss(eqx.combine(fast, inner_meta)(support.x), support.y)
+    def support_loss(fast, i):
+        h, y = features, support.y
+        if config.batch:
+            assert key is not None
+            idx = jr.choice(jr.fold_in(key, i), num, (config.batch,), replace=False)
+            h, y = jtu.tree_map(lambda a: a[idx], (h, y))
+        return task.loss(eqx.combine(fast, inner_meta).predict(h), y)
 
-    def step(carry, _):
+    def step(carry, i):
         fast, opt_state = carry
-        grads = jax.grad(support_loss)(fast)
+        grads = jax.grad(support_loss)(fast, i)
         updates, opt_state = optimizer.update(grads, opt_state, fast)
         return (optax.apply_updates(fast, updates), opt_state), None
 
@@ -91,14 +110,31 @@ def adapt(
         step = jax.checkpoint(step)
     # The first step runs outside the loop: its starting point is shared by every task of a
     # vmapped meta-batch, so its work is not repeated per task (the loop carry is per task).
-    carry, _ = step((start, optimizer.init(start)), None)
-    (fast, _), _ = jax.lax.scan(step, carry, length=steps - 1, unroll=config.unroll)
+    carry, _ = step((start, optimizer.init(start)), 0)
+    (fast, _), _ = jax.lax.scan(step, carry, jnp.arange(1, steps), unroll=config.unroll)
     if config.mode == "first-order":
         # Gradient reaches the initialization as if the adaptation were the identity.
         fast = jtu.tree_map(lambda f0, f: f0 + jax.lax.stop_gradient(f - f0), fast0, fast)
     elif config.mode == "equilibrium":
         fast = jax.lax.stop_gradient(fast)
     return eqx.combine(fast, meta)
+
+
+def _adapted(
+    model: AbstractMetaLearner,
+    key: PRNGKeyArray,
+    task: AbstractTask,
+    config: InnerConfig,
+    steps: int,
+    pool: str,
+):
+    """Sample one episode from `pool` and adapt `model` on its support set."""
+    if config.batch:
+        key, inner_key = jr.split(key)
+    else:
+        inner_key = None
+    episode = task.sample(key, pool)
+    return episode, adapt(model, episode.support, task, config, steps, inner_key)
 
 
 def episode_loss(
@@ -110,11 +146,27 @@ def episode_loss(
     pool: str = "train",
 ) -> tuple[Float[Array, ""], dict[str, Float[Array, ""]]]:
     """Sample one episode from `pool`, adapt on its support set, score its query set."""
-    episode = task.sample(key, pool)
-    adapted = adapt(model, episode.support, task, config, steps)
+    episode, adapted = _adapted(model, key, task, config, steps, pool)
     pred = adapted(episode.query.x)
     loss = task.loss(pred, episode.query.y)
     return loss, {"loss": loss, **task.metrics(pred, episode.query.y)}
+
+
+def episode_embedding(
+    model: AbstractMetaLearner,
+    key: PRNGKeyArray,
+    task: AbstractTask,
+    config: InnerConfig,
+    steps: int,
+    pool: str = "train",
+) -> tuple[Float[Array, " dim"], Float[Array, "..."]]:
+    """The adapted model's `embedding()` for one episode of `pool`, beside the episode's
+    ground-truth latent (for linear decodability and module alignment)."""
+    episode, adapted = _adapted(model, key, task, config, steps, pool)
+    embedding = adapted.embedding()
+    if embedding is None:
+        raise ValueError(f"{type(model).__name__} has no embedding() to read.")
+    return embedding, episode.latent
 
 
 def episode_losses(
@@ -280,3 +332,32 @@ def evaluate_pool(
 
     metrics = jax.lax.map(one_batch, keys)
     return jtu.tree_map(lambda m: m.reshape(-1)[:num_tasks].mean(), metrics)
+
+
+@eqx.filter_jit
+def collect_embeddings(
+    model: AbstractMetaLearner,
+    task: AbstractTask,
+    key: PRNGKeyArray,
+    pool: str,
+    config: InnerConfig,
+    steps: int,
+    num_tasks: int,
+    batch: int,
+) -> tuple[Float[Array, "tasks dim"], Float[Array, "tasks ..."]]:
+    """Adapted `embedding()`s and ground-truth latents of `num_tasks` tasks of `pool`,
+    `batch` tasks at a time."""
+    num_batches = -(-num_tasks // batch)
+    keys = jr.split(key, num_batches * batch).reshape(num_batches, batch)
+    frozen = jax.lax.stop_gradient(model)
+
+    def one_batch(keys):
+        return eqx.filter_vmap(
+            functools.partial(episode_embedding, task=task, config=config, steps=steps, pool=pool),
+            in_axes=(None, 0),
+        )(frozen, keys)
+
+    embeddings, latents = jax.lax.map(one_batch, keys)
+    return jtu.tree_map(
+        lambda a: a.reshape(num_batches * batch, *a.shape[2:])[:num_tasks], (embeddings, latents)
+    )

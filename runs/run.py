@@ -25,7 +25,15 @@ from zoo._base import AbstractMetaLearner
 
 from .checkpoint import Checkpoints
 from .config import TrainConfig, from_dict, to_dict
-from .engine import Trainer, evaluate_pool, make_mesh, outer_optimizer, train_chunk
+from .engine import (
+    Trainer,
+    collect_embeddings,
+    evaluate_pool,
+    make_mesh,
+    outer_optimizer,
+    train_chunk,
+)
+from .metrics import linear_decodability, module_alignment
 
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.jsonl"
@@ -224,6 +232,48 @@ def evaluate(
     return results
 
 
+def identification(
+    model: AbstractMetaLearner,
+    task: AbstractTask,
+    config: TrainConfig,
+    *,
+    inner_steps: int | None = None,
+    key: PRNGKeyArray | None = None,
+) -> dict[str, float]:
+    """Identification metrics of `model` (see `runs.metrics`), where the model and task allow:
+
+    - `r2_test`, `r2_ood`: linear decodability of the task latent from the adapted
+      `embedding()`, a ridge decoder fitted on `eval.tasks` training-pool tasks and scored on
+      as many fresh training-pool tasks and on the `ood` pool;
+    - `alignment`: module alignment of `model.modules()` with `task.modules()`, from the
+      inferred codes of the fitting tasks.
+
+    Empty if the model has no embedding."""
+    if model.embedding() is None:
+        return {}
+    key = _keys(config.run.seed)[2] if key is None else key
+    steps = inner_steps if inner_steps is not None else config.inner.eval_steps
+    steps = config.inner.steps if steps is None else steps
+    n, batch = config.eval.tasks, min(config.eval.batch, config.eval.tasks)
+
+    def collect(pool: str, i: int):
+        emb, lat = collect_embeddings(
+            model, task, jr.fold_in(key, 1000 + i), pool, config.inner, steps, n, batch
+        )
+        return emb, lat.reshape(n, -1)
+
+    fit_emb, fit_lat = collect("train", 0)
+    test_emb, test_lat = collect("train", 1)
+    out = {"r2_test": float(linear_decodability(fit_emb, fit_lat, test_emb, test_lat))}
+    if "ood" in task.pools():
+        ood_emb, ood_lat = collect("ood", 2)
+        out["r2_ood"] = float(linear_decodability(fit_emb, fit_lat, ood_emb, ood_lat))
+    teacher, student = task.modules(), model.modules()
+    if teacher is not None and student is not None:
+        out["alignment"] = float(module_alignment(teacher, student, fit_lat, fit_emb))
+    return out
+
+
 # --------------------------------------------------------------------------- training
 
 
@@ -290,6 +340,8 @@ def train(
             if (config.eval.every and step % config.eval.every == 0) or step == total:
                 for pool, values in evaluate(model, task, config).items():
                     rows.append({"step": step, "pool": pool, **values})
+                if found := identification(model, task, config):
+                    rows.append({"step": step, "pool": "identification", **found})
             _write_metrics(metrics_path, rows)
             if step % config.run.checkpoint_every == 0 or step == total:
                 checkpoints.save(step, model, opt_state, jr.key_data(train_key))
