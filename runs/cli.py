@@ -2,7 +2,9 @@
 
 `zoo train TASK MODEL [flags]` is built by tyro at run time from the plugin registry: every
 installed task and model is a subcommand with its own typed flags. `zoo eval DIR` evaluates a
-saved run, `zoo list` lists the plugins and presets, `zoo presets` shows the paper presets.
+saved run, `zoo list` lists the plugins, `zoo info MODEL` shows a model's parameter counts,
+`zoo presets` shows the paper presets, `zoo sweep` / `zoo report` run and summarize grids of
+runs.
 """
 
 import dataclasses
@@ -24,7 +26,11 @@ commands:
   train --preset NAME        meta-train a paper setting (zoo presets lists them; flags override)
   eval DIR                   evaluate a saved run on every evaluation pool of its task
   list                       list the installed models and tasks with their distributions
+  info MODEL [--task TASK]   a model's description, settings and parameter counts on a task
   presets                    list the named paper presets
+  sweep NAME --out DIR       run a grid of runs (zoo sweeps lists them); again to resume
+  report DIR                 collect a sweep's runs into results.csv, summary.csv, figure.png
+  sweeps                     list the named sweeps
 """
 
 
@@ -218,7 +224,152 @@ def _presets(argv: list[str]) -> int:
     return 0
 
 
-COMMANDS = {"train": _train, "eval": _eval, "list": _list, "presets": _presets}
+@dataclasses.dataclass(frozen=True)
+class InfoCommand:
+    """A model's description, default settings and parameter counts on a task."""
+
+    model: Annotated[str | None, tyro.conf.Positional] = None
+    """Registered model name (or give --preset)."""
+    task: str = "hyperteacher"
+    """Registered task whose input and output sizes the counts are for."""
+    preset: str | None = None
+    """Show the model and task of this preset instead."""
+
+
+def _info(argv: list[str]) -> int:
+    import equinox as eqx
+
+    from zoo._base import param_counts
+
+    from .presets import get_preset
+    from .run import build, resolve
+
+    command = tyro.cli(InfoCommand, args=argv, prog="zoo info")
+    try:
+        if command.preset is not None:
+            config = get_preset(command.preset)
+        elif command.model is None:
+            print("zoo info: name a model (zoo list shows them) or pass --preset.", file=sys.stderr)
+            return 2
+        else:
+            task_spec = plugins.task_spec(command.task)
+            model_spec = plugins.model_spec(command.model)
+            config = resolve(
+                TrainConfig(
+                    task=task_spec.config(),
+                    model=model_spec.config(),
+                    task_name=command.task,
+                    model_name=command.model,
+                )
+            )
+    except plugins.PluginError as error:
+        print(f"zoo info: {error}", file=sys.stderr)
+        return 2
+    _, model = eqx.filter_eval_shape(build, config)
+    counts = param_counts(model)
+    spec = plugins.model_spec(config.model_name)
+    print(f"{config.model_name}: {spec.description}")
+    print(f"  settings:  {config.model}")
+    print(f"  on task:   {config.task_name} ({config.task})")
+    print(f"  parameters: {counts['meta']:,} meta, {counts['fast']:,} fast (adapted per task)")
+    return 0
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepCommand:
+    """Run every run of a named sweep for every seed, each in DIR/<label>/seed_<k>. Finished
+    runs are skipped and interrupted ones resumed: run the same command again to continue.
+    Writes the report (zoo report DIR) at the end."""
+
+    name: Annotated[str, tyro.conf.Positional]
+    """The sweep (zoo sweeps lists them)."""
+    out: Path
+    """Directory of the sweep's runs and report."""
+    seeds: tuple[int, ...] | None = None
+    """Seeds (default: the sweep's own, 0 1 2)."""
+    steps: int | None = None
+    """Outer steps of every run (default: each run's own), e.g. for a quick look."""
+    only: tuple[str, ...] = ()
+    """Run only the runs with these labels."""
+    progress: bool = True
+    """Show a progress bar per run."""
+
+
+def _sweep(argv: list[str]) -> int:
+    from .presets import get_sweep
+    from .sweeps import run_sweep
+
+    command = tyro.cli(SweepCommand, args=argv, prog="zoo sweep")
+    sweep = get_sweep(command.name)
+    try:
+        failures = run_sweep(
+            sweep,
+            command.name,
+            command.out,
+            seeds=command.seeds,
+            steps=command.steps,
+            only=command.only,
+            progress=command.progress,
+        )
+    except ValueError as error:
+        print(f"zoo sweep: {error}", file=sys.stderr)
+        return 2
+    print(f"sweep {command.name}: report in {command.out}")
+    for failure in failures:
+        print(f"  failed: {failure}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportCommand:
+    """Collect the runs of a sweep directory into results.csv (one row per run), summary.csv and
+    summary.json (mean, std and count over seeds, beside the paper's values) and figure.png."""
+
+    directory: Annotated[Path, tyro.conf.Positional]
+    """The sweep directory (the --out of zoo sweep)."""
+
+
+def _report(argv: list[str]) -> int:
+    from .sweeps import SWEEP_FILE, report
+
+    command = tyro.cli(ReportCommand, args=argv, prog="zoo report")
+    if not (command.directory / SWEEP_FILE).is_file():
+        print(
+            f"zoo report: {command.directory} holds no sweep ({SWEEP_FILE} is missing); "
+            "pass the --out directory of a zoo sweep.",
+            file=sys.stderr,
+        )
+        return 1
+    summary = report(command.directory)["summary"]
+    for entry in summary:
+        paper = f"   (paper {entry['paper']})" if entry["paper"] != "" else ""
+        print(
+            f"{entry['label']:<36} {entry['metric']:<28} "
+            f"{entry['mean']:.4f} +- {entry['std']:.4f} (n={entry['n']}){paper}"
+        )
+    print(f"wrote results.csv, summary.csv, summary.json and figure.png in {command.directory}")
+    return 0
+
+
+def _sweeps(argv: list[str]) -> int:
+    del argv
+    from .presets import SWEEPS
+
+    for name, sweep in SWEEPS.items():
+        print(f"{name:<24} {len(sweep.runs)} runs x {len(sweep.seeds)} seeds  {sweep.description}")
+    return 0
+
+
+COMMANDS = {
+    "train": _train,
+    "eval": _eval,
+    "list": _list,
+    "info": _info,
+    "presets": _presets,
+    "sweep": _sweep,
+    "report": _report,
+    "sweeps": _sweeps,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,43 +1,102 @@
-"""Named presets: the papers' settings as plain `TrainConfig` values (flags override them).
+"""Named presets and sweeps: the papers' settings as plain values (flags override them).
 
 `schug2024/hyperteacher-*` follow Schug et al. 2024, Appendix C.2, with the settings of the
 authors' code (REFERENCE_FACTS.md): teacher 16-32-32-32-8 with M=8 modules, K=2, 256 + 256
-shots, meta-batch 128, 200k second-order outer steps, linear hypernet with hidden 128, 3 hidden
-layers and T = 4M templates, inner AdamW lr 0.3 for 10 steps, outer AdamW 1e-3 / wd 1e-2 /
-clip 1.0. The `-cpu` presets are the CPU-scale versions used in docs/results.md.
+shots, meta-batch 128, 200k second-order outer steps. Learners (REFERENCE_FACTS table):
+
+| learner | model | inner | outer lr / wd / clip |
+|---|---|---|---|
+| linear hypernet (no suffix) | hidden 128 x 3, T = 4M | AdamW 0.3, 10 steps | 1e-3 / 1e-2 / 1.0 |
+| nonlinear hypernet | hidden 128 x 3, T = 4M | AdamW 0.3, 10 steps | 3e-3 / 1e-2 / 1.0 |
+| ANIL | width 512 x 3 | AdamW 0.03, 100 steps, minibatches of 64 | 1e-3 / 1e-4 / 2.0 |
+| MAML | width 384 x 3 | AdamW 0.01, 10 steps | 1e-3 / 1e-4 / 2.0 |
+
+`schug2024/teacher-student-*` follow Appendix C.1 with the reference code's settings: teacher
+16 -> 16 -> 4 with M=6 modules, student with twice the hidden units and modules, equilibrium
+(stop-gradient) training with 300 inner Adam steps at lr 3e-3, outer AdamW 1e-3 with cosine
+decay to 1e-6, meta-batch 64, 256 inputs, 60k steps.
+
+The `-cpu` presets are CPU-scale versions (docs/results.md says how they differ).
 """
 
 import dataclasses
 import difflib
 
-from tasks.config import HyperteacherConfig
-from zoo.config import LinearHypernetConfig
+from tasks.config import HyperteacherConfig, TeacherStudentConfig
+from zoo.config import (
+    ANILConfig,
+    LinearHypernetConfig,
+    MAMLConfig,
+    NonlinearHypernetConfig,
+    ShallowHypernetConfig,
+)
 
 from .config import EvalConfig, InnerConfig, OuterConfig, RunConfig, TrainConfig
+from .sweeps import Sweep, SweepRun
+
+# --------------------------------------------------------------------------- hyperteacher
+
+HYPERTEACHER_MODELS = ("linear-hypernet", "nonlinear-hypernet", "anil", "maml")
 
 
-def _hyperteacher(split: str, **task) -> TrainConfig:
+def _learner(model_name: str) -> dict:
+    """Model, inner and outer settings of one learner at the paper's size."""
+    if model_name == "linear-hypernet":
+        return dict(
+            model=LinearHypernetConfig(hidden=128, num_hidden=3, num_templates=32),
+            inner=InnerConfig(steps=10, lr=0.3, weight_decay=1e-4),
+            outer=OuterConfig(lr=1e-3, weight_decay=1e-2, clip=1.0, meta_batch=128),
+        )
+    if model_name == "nonlinear-hypernet":
+        return dict(
+            model=NonlinearHypernetConfig(hidden=128, num_hidden=3, num_templates=32),
+            inner=InnerConfig(steps=10, lr=0.3, weight_decay=1e-4),
+            outer=OuterConfig(lr=3e-3, weight_decay=1e-2, clip=1.0, meta_batch=128),
+        )
+    if model_name == "anil":
+        return dict(
+            model=ANILConfig(hidden=512, num_hidden=3),
+            inner=InnerConfig(steps=100, lr=0.03, weight_decay=1e-4, batch=64),
+            outer=OuterConfig(lr=1e-3, weight_decay=1e-4, clip=2.0, meta_batch=128),
+        )
+    if model_name == "maml":
+        return dict(
+            model=MAMLConfig(hidden=384, num_hidden=3),
+            inner=InnerConfig(steps=10, lr=0.01, weight_decay=1e-4),
+            outer=OuterConfig(lr=1e-3, weight_decay=1e-4, clip=2.0, meta_batch=128),
+        )
+    raise ValueError(f"no hyperteacher settings for model {model_name!r}")
+
+
+def _hyperteacher(split: str, model_name: str = "linear-hypernet", **task) -> TrainConfig:
     return TrainConfig(
         task=HyperteacherConfig(split=split, **task),  # pyright: ignore[reportArgumentType]
-        model=LinearHypernetConfig(hidden=128, num_hidden=3, num_templates=32),
         task_name="hyperteacher",
-        model_name="linear-hypernet",
-        inner=InnerConfig(steps=10, lr=0.3, weight_decay=1e-4, mode="second-order"),
-        outer=OuterConfig(lr=1e-3, weight_decay=1e-2, clip=1.0, meta_batch=128),
+        model_name=model_name,
         eval=EvalConfig(every=1000, tasks=512, batch=64),
         run=RunConfig(steps=200_000, steps_per_call=100, checkpoint_every=5000),
+        **_learner(model_name),
     )
 
 
-def _cpu(config: TrainConfig) -> TrainConfig:
+# CPU-scale widths: the base networks are shrunk so that each learner's parameter count keeps
+# roughly the paper's proportion to the linear hypernetwork's (hidden 64: 185k meta).
+_CPU_WIDTH = {"linear-hypernet": 64, "nonlinear-hypernet": 64, "anil": 272, "maml": 160}
+
+
+def _cpu(config: TrainConfig, steps: int = 6000) -> TrainConfig:
     """The small setting of REFERENCE_FACTS.md (meta-batch 32, 64 + 64 shots, hidden 64)."""
+    inner = config.inner
+    if inner.batch:  # the reference's ANIL minibatch is a quarter of the support set
+        inner = dataclasses.replace(inner, batch=16)
     return dataclasses.replace(
         config,
         task=dataclasses.replace(config.task, shots_support=64, shots_query=64),
-        model=dataclasses.replace(config.model, hidden=64),
+        model=dataclasses.replace(config.model, hidden=_CPU_WIDTH[config.model_name]),
+        inner=inner,
         outer=dataclasses.replace(config.outer, meta_batch=32),
         eval=EvalConfig(every=1000, tasks=256, batch=64),
-        run=RunConfig(steps=6000, steps_per_call=100, checkpoint_every=1000),
+        run=RunConfig(steps=steps, steps_per_call=100, checkpoint_every=1000),
     )
 
 
@@ -50,14 +109,56 @@ _SPLITS = {
 
 PRESETS: dict[str, tuple[str, TrainConfig]] = {}
 for _split, _text in _SPLITS.items():
-    PRESETS[f"schug2024/hyperteacher-{_split}"] = (
-        f"Fig. 3, linear hypernet, paper size: {_text}",
-        _hyperteacher(_split),
+    for _model in HYPERTEACHER_MODELS:
+        _name = f"schug2024/hyperteacher-{_split}"
+        if _model != "linear-hypernet":
+            _name += f"-{_model}"
+        PRESETS[_name] = (f"Fig. 3, {_model}, paper size: {_text}", _hyperteacher(_split, _model))
+        PRESETS[f"{_name}-cpu"] = (
+            f"the same at CPU scale (M=8, K=2, meta-batch 32, 64+64 shots, {_model})",
+            _cpu(_hyperteacher(_split, _model)),
+        )
+
+# --------------------------------------------------------------------------- teacher-student
+
+
+def _teacher_student(distribution: str, support: str) -> TrainConfig:
+    return TrainConfig(
+        task=TeacherStudentConfig(distribution=distribution, support=support),  # pyright: ignore[reportArgumentType]
+        model=ShallowHypernetConfig(hidden=32, num_modules=12),
+        task_name="teacher-student",
+        model_name="shallow-hypernet",
+        inner=InnerConfig(steps=300, lr=3e-3, weight_decay=0.0, mode="equilibrium"),
+        outer=OuterConfig(
+            lr=1e-3, weight_decay=0.0, clip=0.0, schedule="cosine", lr_end=1e-6, meta_batch=64
+        ),
+        eval=EvalConfig(every=5000, tasks=256, batch=64),
+        run=RunConfig(steps=60_000, steps_per_call=500, checkpoint_every=5000),
     )
-    PRESETS[f"schug2024/hyperteacher-{_split}-cpu"] = (
-        "the same at CPU scale (M=8, K=2, meta-batch 32, 64+64 shots, hidden 64, 6k steps)",
-        _cpu(_hyperteacher(_split)),
+
+
+def _teacher_student_cpu(config: TrainConfig, steps: int = 4000) -> TrainConfig:
+    return dataclasses.replace(
+        config,
+        task=dataclasses.replace(config.task, shots_support=128, shots_query=128),
+        inner=dataclasses.replace(config.inner, steps=100, lr=1e-2),
+        outer=dataclasses.replace(config.outer, lr=3e-3, meta_batch=32),
+        eval=EvalConfig(every=1000, tasks=128, batch=64),
+        run=RunConfig(steps=steps, steps_per_call=100, checkpoint_every=1000),
     )
+
+
+for _dist in ("discrete", "continuous"):
+    for _support in ("connected", "disconnected"):
+        _name = f"schug2024/teacher-student-{_dist}-{_support}"
+        PRESETS[_name] = (
+            f"Fig. 2C, {_dist} codes, {_support} support (Table A9)",
+            _teacher_student(_dist, _support),
+        )
+        PRESETS[f"{_name}-cpu"] = (
+            "the same at CPU scale (100 inner steps, meta-batch 32, 128 inputs, 4k steps)",
+            _teacher_student_cpu(_teacher_student(_dist, _support)),
+        )
 
 
 def get_preset(name: str) -> TrainConfig:
@@ -67,3 +168,133 @@ def get_preset(name: str) -> TrainConfig:
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise SystemExit(f"zoo: unknown preset {name!r}.{hint} `zoo presets` lists them all.")
     return PRESETS[name][1]
+
+
+# --------------------------------------------------------------------------- sweeps
+
+
+def _fig2c() -> Sweep:
+    runs = [
+        SweepRun(
+            f"{dist}-{support}",
+            get_preset(f"schug2024/teacher-student-{dist}-{support}-cpu"),
+            {"codes": dist, "support": support},
+        )
+        for dist in ("discrete", "continuous")
+        for support in ("connected", "disconnected")
+    ]
+    return Sweep(
+        "Fig. 2C: module alignment with connected vs disconnected support",
+        tuple(runs),
+        metrics=("identification.alignment", "ood.mse"),
+        x="codes",
+        hue="support",
+    )
+
+
+def _fig2d() -> Sweep:
+    runs = []
+    for dist in ("discrete", "continuous"):
+        base = get_preset(f"schug2024/teacher-student-{dist}-connected-cpu")
+        for ratio in (1, 2, 4, 8):
+            model = ShallowHypernetConfig(hidden=16 * ratio, num_modules=6 * ratio)
+            runs.append(
+                SweepRun(
+                    f"{dist}-x{ratio}",
+                    dataclasses.replace(base, model=model),
+                    {"overparameterization": f"x{ratio}", "codes": dist},
+                )
+            )
+    return Sweep(
+        "Fig. 2D: module alignment against student over-parameterization (hidden and modules "
+        "both x1, x2, x4, x8 the teacher's), connected support",
+        tuple(runs),
+        metrics=("identification.alignment", "ood.mse"),
+        x="overparameterization",
+        hue="codes",
+    )
+
+
+def _fig3b() -> Sweep:
+    runs = []
+    for model in HYPERTEACHER_MODELS:
+        for split in ("compositional", "non-compositional"):
+            name = f"schug2024/hyperteacher-{split}"
+            if model != "linear-hypernet":
+                name += f"-{model}"
+            runs.append(
+                SweepRun(
+                    f"{model}-{split}",
+                    get_preset(f"{name}-cpu"),
+                    {"model": model, "support": split},
+                )
+            )
+    return Sweep(
+        "Fig. 3B: OOD accuracy of the four learners, compositional vs non-compositional support",
+        tuple(runs),
+        metrics=("ood.accuracy", "test.accuracy", "identification.r2_ood"),
+        x="model",
+        hue="support",
+    )
+
+
+def _fig3cd() -> Sweep:
+    runs = []
+    for model in ("linear-hypernet", "nonlinear-hypernet"):
+        for split in _SPLITS:
+            name = f"schug2024/hyperteacher-{split}"
+            if model != "linear-hypernet":
+                name += f"-{model}"
+            runs.append(
+                SweepRun(
+                    f"{model}-{split}",
+                    get_preset(f"{name}-cpu"),
+                    {"model": model, "support": split},
+                )
+            )
+    return Sweep(
+        "Fig. 3C-D: linear decodability of the task latent (R^2 on OOD tasks) and OOD accuracy "
+        "by support",
+        tuple(runs),
+        metrics=("identification.r2_ood", "ood.accuracy"),
+        x="support",
+        hue="model",
+    )
+
+
+def _fig3e() -> Sweep:
+    runs = []
+    for model in ("linear-hypernet", "nonlinear-hypernet"):
+        for k in (1, 2, 3):
+            name = "schug2024/hyperteacher-compositional"
+            if model != "linear-hypernet":
+                name += f"-{model}"
+            base = get_preset(f"{name}-cpu")
+            config = dataclasses.replace(base, task=dataclasses.replace(base.task, max_active=k))
+            runs.append(SweepRun(f"{model}-K{k}", config, {"model": model, "K": f"K={k}"}))
+    return Sweep(
+        "Fig. 3E: OOD accuracy against the number K of modules per combination (K=1 has no "
+        "connected support), compositional split",
+        tuple(runs),
+        metrics=("ood.accuracy", "identification.r2_ood"),
+        x="K",
+        hue="model",
+    )
+
+
+SWEEPS: dict[str, Sweep] = {
+    "schug2024/fig2c-cpu": _fig2c(),
+    "schug2024/fig2d-cpu": _fig2d(),
+    "schug2024/fig3b-cpu": _fig3b(),
+    "schug2024/fig3cd-cpu": _fig3cd(),
+    "schug2024/fig3e-cpu": _fig3e(),
+}
+
+
+def get_sweep(name: str) -> Sweep:
+    """The sweep `name`; an unknown name is an error listing the close matches."""
+    if name not in SWEEPS:
+        close = difflib.get_close_matches(name, SWEEPS, n=3)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise SystemExit(f"zoo: unknown sweep {name!r}.{hint} `zoo sweeps` lists them all.")
+    return SWEEPS[name]

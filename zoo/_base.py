@@ -4,6 +4,8 @@
 import abc
 
 import equinox as eqx
+import jax
+import jax.numpy as jnp
 import jax.tree_util as jtu
 from jaxtyping import Array, Float, PyTree
 
@@ -57,9 +59,15 @@ class AbstractMetaLearner(eqx.Module):
         return fast, meta
 
 
+def _is_param(x) -> bool:
+    if isinstance(x, jax.ShapeDtypeStruct):  # an abstract model from `eqx.filter_eval_shape`
+        return bool(jnp.issubdtype(x.dtype, jnp.inexact))
+    return eqx.is_inexact_array(x)
+
+
 def count_params(tree: PyTree) -> int:
-    """Number of scalars in the inexact array leaves of `tree`."""
-    leaves = jtu.tree_leaves(eqx.filter(tree, eqx.is_inexact_array))
+    """Number of scalars in the inexact array leaves of `tree` (concrete or abstract)."""
+    leaves = jtu.tree_leaves(eqx.filter(tree, _is_param))
     return int(sum(leaf.size for leaf in leaves))
 
 
@@ -69,7 +77,7 @@ def param_counts(model: AbstractMetaLearner) -> dict[str, int]:
     every leaf that adapts per task."""
     fast, _ = model.partition()
     fixed, _ = eqx.partition(model, model.fixed_start_filter())
-    arrays = eqx.filter(model, eqx.is_inexact_array)
+    arrays = eqx.filter(model, _is_param)
     return {
         "meta": count_params(arrays) - count_params(fixed),
         "fast": count_params(fast),

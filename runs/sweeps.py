@@ -1,0 +1,291 @@
+"""Sweeps: grids of runs (e.g. models x supports x seeds) and the table and figure they make.
+
+A `Sweep` is data: its runs, each a `TrainConfig` with a label and facets (what varies, e.g.
+`{"model": "anil", "support": "compositional"}`), the metrics it is about and, where the paper
+gives them, the paper's numbers. `run_sweep` trains every run of a sweep for every seed into
+its own run directory (`DIR/<label>/seed_<k>`): finished runs are skipped and interrupted ones
+resumed, so a sweep is continued by running it again. `report` reads the run directories back
+into `results.csv` (one row per run), `summary.csv` / `summary.json` (mean, standard deviation
+and count over seeds) and one PNG figure.
+"""
+
+import csv
+import dataclasses
+import json
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .config import TrainConfig, to_dict
+
+SWEEP_FILE = "sweep.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepRun:
+    """One configuration of a sweep (trained once per seed)."""
+
+    label: str
+    """Directory name and row label, e.g. `anil-compositional`."""
+    config: TrainConfig
+    """The run's settings; `run.seed` is replaced by each seed of the sweep."""
+    facets: dict[str, str]
+    """What distinguishes this run, e.g. `{"model": "anil", "support": "compositional"}`."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Sweep:
+    """A grid of runs and what to report of them."""
+
+    description: str
+    runs: tuple[SweepRun, ...]
+    metrics: tuple[str, ...]
+    """Reported metrics as `pool.metric` of the last evaluation, e.g. `ood.accuracy` or
+    `identification.r2_ood`."""
+    x: str
+    """The facet along the figure's x axis."""
+    hue: str | None = None
+    """The facet that colours the bars (one bar per value at each x)."""
+    paper: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+    """The paper's values, `{label: {metric: value}}`, drawn beside ours."""
+    seeds: tuple[int, ...] = (0, 1, 2)
+
+
+# --------------------------------------------------------------------------- running
+
+
+def run_dir(out: Path, label: str, seed: int) -> Path:
+    return out / label / f"seed_{seed}"
+
+
+def _with_seed(config: TrainConfig, seed: int, steps: int | None) -> TrainConfig:
+    run = dataclasses.replace(config.run, seed=seed)
+    if steps is None:
+        return dataclasses.replace(config, run=run)
+    per_call = min(run.steps_per_call, steps)
+
+    def fit(interval: int) -> int:  # at most `steps`, a multiple of `per_call`
+        return max(per_call, min(interval, steps) // per_call * per_call)
+
+    run = dataclasses.replace(
+        run, steps=steps, steps_per_call=per_call, checkpoint_every=fit(run.checkpoint_every)
+    )
+    every = fit(config.eval.every) if config.eval.every else 0
+    return dataclasses.replace(config, run=run, eval=dataclasses.replace(config.eval, every=every))
+
+
+def _finished(directory: Path, steps: int) -> bool:
+    from .run import read_metrics
+
+    if not (directory / "metrics.jsonl").exists():
+        return False
+    return any(row["step"] == steps and row["pool"] != "train" for row in read_metrics(directory))
+
+
+def plan(
+    sweep: Sweep, seeds: Sequence[int] | None = None, steps: int | None = None
+) -> list[tuple[SweepRun, int, TrainConfig]]:
+    """Every `(run, seed, config)` of `sweep`, with its seed (and `steps`, if given) applied."""
+    seeds = sweep.seeds if seeds is None else tuple(seeds)
+    return [(r, s, _with_seed(r.config, s, steps)) for r in sweep.runs for s in seeds]
+
+
+def validate(sweep: Sweep, seeds: Sequence[int] | None = None, steps: int | None = None) -> None:
+    """Build every run's task and model abstractly (nothing is computed or compiled), so that a
+    bad setting fails before the first run starts."""
+    import equinox as eqx
+
+    from .run import build, resolve
+
+    for run, _, config in plan(sweep, seeds, steps)[:: max(1, len(seeds or sweep.seeds))]:
+        try:
+            eqx.filter_eval_shape(build, resolve(config))
+        except Exception as error:  # report which run of the sweep is wrong
+            raise ValueError(f"sweep run {run.label!r}: {error}") from error
+
+
+def run_sweep(
+    sweep: Sweep,
+    name: str,
+    out: Path,
+    *,
+    seeds: Sequence[int] | None = None,
+    steps: int | None = None,
+    only: Sequence[str] | None = None,
+    progress: bool = True,
+) -> list[str]:
+    """Train every run of `sweep` for every seed under `out`, skipping finished runs and
+    resuming interrupted ones; then write the report. Returns the failures (empty if none)."""
+    from .run import RunError, TrainingDiverged, train
+
+    out.mkdir(parents=True, exist_ok=True)
+    todo = [item for item in plan(sweep, seeds, steps) if not only or item[0].label in only]
+    if only and not todo:
+        labels = ", ".join(r.label for r in sweep.runs)
+        raise ValueError(f"--only {' '.join(only)} matches no run of {name}; its runs: {labels}.")
+    validate(sweep, seeds, steps)
+    _write_sweep_file(out, name, sweep, seeds, steps)
+    failures = []
+    for i, (run, seed, config) in enumerate(todo, 1):
+        directory = run_dir(out, run.label, seed)
+        if _finished(directory, config.run.steps):
+            print(f"[{i}/{len(todo)}] {run.label} seed {seed}: done already", file=sys.stderr)
+            continue
+        resume = (directory / "config.json").exists()
+        verb = "resuming" if resume else "training"
+        print(f"[{i}/{len(todo)}] {run.label} seed {seed}: {verb}", file=sys.stderr)
+        try:
+            train(config, directory, resume=resume, progress=progress)
+        except (RunError, TrainingDiverged) as error:
+            failures.append(f"{run.label} seed {seed}: {error}")
+            print(f"  failed: {error}", file=sys.stderr)
+    report(out)
+    return failures
+
+
+def _write_sweep_file(
+    out: Path, name: str, sweep: Sweep, seeds: Sequence[int] | None, steps: int | None
+) -> None:
+    record = {
+        "name": name,
+        "description": sweep.description,
+        "seeds": list(sweep.seeds if seeds is None else seeds),
+        "steps": steps,
+        "metrics": list(sweep.metrics),
+        "x": sweep.x,
+        "hue": sweep.hue,
+        "paper": sweep.paper,
+        "runs": [
+            {"label": r.label, "facets": r.facets, "config": to_dict(r.config)} for r in sweep.runs
+        ],
+    }
+    path = out / SWEEP_FILE
+    if path.exists():
+        old = json.loads(path.read_text())
+        if old["name"] != name:
+            raise ValueError(
+                f"{out} holds the sweep {old['name']!r}, not {name!r}; choose another --out."
+            )
+        seeds_all = sorted(set(old["seeds"]) | set(record["seeds"]))
+        record["seeds"] = seeds_all
+    path.write_text(json.dumps(record, indent=2) + "\n")
+
+
+# --------------------------------------------------------------------------- reporting
+
+
+def final_metrics(directory: Path) -> dict[str, float]:
+    """`{"pool.metric": value}` of the last evaluation of a run (empty if it has none)."""
+    from .run import read_metrics
+
+    rows = [r for r in read_metrics(directory) if r["pool"] != "train"]
+    if not rows:
+        return {}
+    last = max(r["step"] for r in rows)
+    out: dict[str, float] = {"step": float(last)}
+    for row in rows:
+        if row["step"] == last:
+            for key, value in row.items():
+                if key not in ("step", "pool", "time"):
+                    out[f"{row['pool']}.{key}"] = float(value)
+    return out
+
+
+def _mean_std(values: list[float]) -> tuple[float, float]:
+    mean = sum(values) / len(values)
+    if len(values) < 2:
+        return mean, 0.0
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def report(out: Path) -> dict[str, Any]:
+    """Collect the runs of the sweep in `out` into `results.csv`, `summary.csv`,
+    `summary.json` and `figure.png` (all in `out`); returns the summary."""
+    record = json.loads((out / SWEEP_FILE).read_text())
+    rows = []
+    for run in record["runs"]:
+        for seed in record["seeds"]:
+            directory = run_dir(out, run["label"], seed)
+            if (directory / "metrics.jsonl").exists():
+                found = final_metrics(directory)
+                if found:
+                    rows.append({"label": run["label"], "seed": seed, **run["facets"], **found})
+    columns: list[str] = []
+    for row in rows:
+        columns += [k for k in row if k not in columns]
+    with open(out / "results.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+
+    summary = []
+    for run in record["runs"]:
+        mine = [r for r in rows if r["label"] == run["label"]]
+        for metric in record["metrics"]:
+            values = [r[metric] for r in mine if metric in r]
+            if not values:
+                continue
+            mean, std = _mean_std(values)
+            entry = {"label": run["label"], **run["facets"], "metric": metric}
+            entry |= {"mean": mean, "std": std, "n": len(values)}
+            paper = record["paper"].get(run["label"], {}).get(metric)
+            entry["paper"] = paper if paper is not None else ""
+            summary.append(entry)
+    columns = []
+    for entry in summary:
+        columns += [k for k in entry if k not in columns]
+    with open(out / "summary.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(summary)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    if summary:
+        _figure(record, summary, out / "figure.png")
+    return {"runs": rows, "summary": summary}
+
+
+def _figure(record: dict, summary: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metrics = [m for m in record["metrics"] if any(e["metric"] == m for e in summary)]
+    x_facet, hue_facet = record["x"], record["hue"]
+    xs = list(dict.fromkeys(r["facets"][x_facet] for r in record["runs"]))
+    hues = list(dict.fromkeys(r["facets"].get(hue_facet, "") for r in record["runs"]))
+    fig, axes = plt.subplots(1, len(metrics), figsize=(1.2 + 1.1 * len(xs) * len(metrics), 3.4))
+    axes = [axes] if len(metrics) == 1 else list(axes)
+    width = 0.8 / len(hues)
+    colors = plt.get_cmap("tab10").colors  # pyright: ignore[reportAttributeAccessIssue]
+    for ax, metric in zip(axes, metrics, strict=True):
+        for h, hue in enumerate(hues):
+            for i, x in enumerate(xs):
+                found = [
+                    e
+                    for e in summary
+                    if e["metric"] == metric
+                    and e[x_facet] == x
+                    and (hue_facet is None or e.get(hue_facet) == hue)
+                ]
+                if not found:
+                    continue
+                e = found[0]
+                pos = i - 0.4 + width * (h + 0.5)
+                label = hue if (i == 0 and hue_facet and ax is axes[0]) else None
+                ax.bar(pos, e["mean"], width, yerr=e["std"], color=colors[h % 10], label=label)
+                if e["paper"] != "":
+                    paper_label = "paper" if (ax is axes[0] and h == 0 and i == 0) else None
+                    ax.plot(pos, e["paper"], "k_", markersize=14, mew=2, label=paper_label)
+        ax.set_xticks(range(len(xs)), xs, rotation=20, ha="right")
+        ax.set_title(metric)
+        ax.grid(axis="y", alpha=0.3)
+    n = len(record["seeds"])
+    fig.suptitle(f"{record['name']}: mean and std over {n} seed{'s' * (n > 1)}", fontsize=10)
+    if hue_facet or any(e["paper"] != "" for e in summary):
+        axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
