@@ -124,6 +124,11 @@ class LinearHypernet(AbstractMetaLearner, strict=True):
             x = jax.nn.relu(x) if i < len(params) - 1 else x + self.out_bias
         return x
 
+    def embedding(self) -> Float[Array, " dim"]:
+        """The normalized embedding rows of all layer groups, input to output, flattened (the
+        output bias is not part of it)."""
+        return jnp.concatenate([normalize_rows(e) for e in self.embeddings]).reshape(-1)
+
     def fast_filter(self) -> PyTree[bool]:
         spec = jtu.tree_map(lambda _: False, self)
         return eqx.tree_at(
