@@ -10,15 +10,31 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ._base import AbstractMetaLearner, count_params, param_counts
     from .linear_hypernet import LinearHypernet
+    from .mlp import ANIL, MAML
+    from .nonlinear_hypernet import NonlinearHypernet
+    from .shallow_hypernet import ShallowHypernet
 
 _LAZY = {
     "AbstractMetaLearner": "._base",
     "count_params": "._base",
     "param_counts": "._base",
     "LinearHypernet": ".linear_hypernet",
+    "NonlinearHypernet": ".nonlinear_hypernet",
+    "ANIL": ".mlp",
+    "MAML": ".mlp",
+    "ShallowHypernet": ".shallow_hypernet",
 }
 
-__all__ = ["AbstractMetaLearner", "LinearHypernet", "count_params", "param_counts"]
+__all__ = [
+    "ANIL",
+    "MAML",
+    "AbstractMetaLearner",
+    "LinearHypernet",
+    "NonlinearHypernet",
+    "ShallowHypernet",
+    "count_params",
+    "param_counts",
+]
 
 
 def __getattr__(name: str):
