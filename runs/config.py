@@ -22,6 +22,10 @@ class InnerConfig:
     """Inner learning rate."""
     weight_decay: float = 1e-4
     """Inner AdamW weight decay."""
+    eps_root: float = 0.0
+    """Added inside Adam's square root (optax's `eps_root`). Second-order gradients through an
+    Adam step are NaN where a fast leaf's gradient is exactly zero (a ReLU unit dead on the
+    support set, as happens in MAML and ANIL); a tiny value such as 1e-12 keeps them finite."""
     mode: GradientMode = "second-order"
     """How the outer gradient treats the inner loop: backprop through it (`second-order`), drop
     its second-order terms (`first-order`), or treat the adapted fast leaves as constants
@@ -46,6 +50,8 @@ class InnerConfig:
             raise ValueError(f"inner.lr must be > 0, got {self.lr}; pass e.g. --inner.lr 0.3.")
         if self.unroll < 1:
             raise ValueError(f"inner.unroll must be >= 1, got {self.unroll}.")
+        if self.eps_root < 0:
+            raise ValueError(f"inner.eps_root must be >= 0, got {self.eps_root}.")
         if self.batch < 0:
             raise ValueError(
                 f"inner.batch must be >= 0 (0 = the whole support set), got {self.batch}."

@@ -29,7 +29,7 @@ AXIS = "tasks"
 
 def inner_optimizer(config: InnerConfig) -> optax.GradientTransformation:
     """The inner optimizer (AdamW, as in the reference code for every learner)."""
-    return optax.adamw(config.lr, weight_decay=config.weight_decay)
+    return optax.adamw(config.lr, weight_decay=config.weight_decay, eps_root=config.eps_root)
 
 
 @functools.cache
