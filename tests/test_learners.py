@@ -190,7 +190,7 @@ def test_an_inner_batch_larger_than_the_support_set_is_an_error():
     config = _config("anil")
     task, model = build(config)
     inner = dataclasses.replace(config.inner, batch=TINY_TASK.shots_support + 1)
-    with pytest.raises(ValueError, match="inner.batch=9 exceeds the 8 support examples"):
+    with pytest.raises(ValueError, match=r"inner\.batch=9 exceeds the 8 support examples"):
         episode_loss(model, jr.key(0), task, inner, 2)
 
 
