@@ -1,0 +1,144 @@
+"""Sweeps: a grid of tiny runs, resumable, collected into a table and a figure; the CLI around
+them; `zoo info`."""
+
+import csv
+import dataclasses
+import json
+
+import pytest
+from conftest import make_tiny_config
+
+import runs.presets
+import runs.sweeps
+from runs.cli import main
+from runs.sweeps import Sweep, SweepRun, plan, report, run_sweep
+
+
+def _tiny_sweep() -> Sweep:
+    base = make_tiny_config(steps=2, eval_every=2)
+    other = dataclasses.replace(
+        base, task=dataclasses.replace(base.task, split="non-compositional")
+    )
+    return Sweep(
+        "tiny",
+        (
+            SweepRun("comp", base, {"support": "compositional"}),
+            SweepRun("noncomp", other, {"support": "non-compositional"}),
+        ),
+        metrics=("ood.accuracy", "identification.r2_ood"),
+        x="support",
+        paper={"comp": {"ood.accuracy": 0.9}},
+        seeds=(0, 1),
+    )
+
+
+def test_plan_applies_seeds_and_steps():
+    items = plan(_tiny_sweep(), seeds=(3,), steps=4)
+    assert [(r.label, s, c.run.seed, c.run.steps) for r, s, c in items] == [
+        ("comp", 3, 3, 4),
+        ("noncomp", 3, 3, 4),
+    ]
+    for _, _, config in items:
+        assert config.run.checkpoint_every % config.run.steps_per_call == 0
+
+
+def test_a_sweep_runs_every_run_once_and_reports(tmp_path, monkeypatch: pytest.MonkeyPatch):
+    sweep = _tiny_sweep()
+    assert run_sweep(sweep, "tiny", tmp_path, progress=False) == []
+    for label in ("comp", "noncomp"):
+        for seed in (0, 1):
+            config = json.loads((tmp_path / label / f"seed_{seed}" / "config.json").read_text())
+            assert config["run"]["seed"] == seed
+    with open(tmp_path / "results.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 4 and {"ood.accuracy", "identification.r2_ood", "step"} <= set(rows[0])
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    comp = [e for e in summary if e["label"] == "comp" and e["metric"] == "ood.accuracy"][0]
+    values = [float(r["ood.accuracy"]) for r in rows if r["label"] == "comp"]
+    assert comp["n"] == 2 and comp["mean"] == pytest.approx(sum(values) / 2)
+    assert comp["paper"] == 0.9
+    assert (tmp_path / "figure.png").stat().st_size > 1000
+
+    # Running it again trains nothing: every run is finished.
+    def no_training(*args, **kwargs):
+        raise AssertionError("a finished run was trained again")
+
+    monkeypatch.setattr("runs.run.train", no_training)
+    assert run_sweep(sweep, "tiny", tmp_path, progress=False) == []
+
+
+def test_an_unfinished_run_of_a_sweep_is_resumed(tmp_path, monkeypatch: pytest.MonkeyPatch):
+    sweep = _tiny_sweep()
+    run_sweep(sweep, "tiny", tmp_path, seeds=(0,), only=("comp",), progress=False)
+    calls = []
+    original = runs.run.train
+
+    def spy(config, out, *, resume=False, progress=True):
+        calls.append((out.parent.name, resume))
+        return original(config, out, resume=resume, progress=progress)
+
+    monkeypatch.setattr("runs.run.train", spy)
+    # Longer runs: the finished 2-step run continues from its checkpoint to 4 steps.
+    run_sweep(sweep, "tiny", tmp_path, seeds=(0,), steps=4, progress=False)
+    assert calls == [("comp", True), ("noncomp", False)]
+
+
+def test_a_bad_setting_fails_before_any_run(tmp_path):
+    sweep = _tiny_sweep()
+    bad = dataclasses.replace(sweep.runs[1].config, model_name="no-such-model")
+    sweep = dataclasses.replace(
+        sweep, runs=(sweep.runs[0], dataclasses.replace(sweep.runs[1], config=bad))
+    )
+    with pytest.raises(ValueError, match="sweep run 'noncomp'"):
+        run_sweep(sweep, "tiny", tmp_path, progress=False)
+    assert not (tmp_path / "comp").exists()
+
+
+def test_the_cli_runs_and_reports_a_named_sweep(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(runs.presets.SWEEPS, "test/tiny", _tiny_sweep())
+    out = tmp_path / "sweep"
+    assert main(["sweep", "test/tiny", "--out", str(out), "--seeds", "0", "--no-progress"]) == 0
+    assert main(["report", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "comp" in printed and "ood.accuracy" in printed and "(paper 0.9)" in printed
+    assert main(["sweeps"]) == 0
+    assert "test/tiny" in capsys.readouterr().out
+    # Another sweep cannot share the directory.
+    monkeypatch.setitem(runs.presets.SWEEPS, "test/other", _tiny_sweep())
+    assert main(["sweep", "test/other", "--out", str(out), "--seeds", "0"]) == 2
+    assert "holds the sweep 'test/tiny'" in capsys.readouterr().err
+
+
+def test_report_of_a_directory_without_a_sweep_is_an_error(tmp_path, capsys):
+    assert main(["report", str(tmp_path)]) == 1
+    assert "holds no sweep" in capsys.readouterr().err
+
+
+def test_unknown_sweep_names_close_matches():
+    with pytest.raises(SystemExit, match="fig3b-cpu"):
+        main(["sweep", "schug2024/fig3b", "--out", "unused"])
+
+
+def test_every_named_sweep_is_valid():
+    for name, sweep in runs.presets.SWEEPS.items():
+        runs.sweeps.validate(sweep, seeds=(0,))
+        assert len({r.label for r in sweep.runs}) == len(sweep.runs), name
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["info", "anil"], "538,120 meta, 4,104 fast"),
+        (["info", "maml"], "305,288 meta, 305,288 fast"),
+        (["info", "linear-hypernet"], "631,168 meta, 136 fast"),
+        (["info", "--preset", "schug2024/hyperteacher-compositional-anil-cpu"], "anil"),
+    ],
+)
+def test_zoo_info_prints_parameter_counts(argv, expected, capsys):
+    assert main(argv) == 0
+    assert expected in capsys.readouterr().out
+
+
+def test_zoo_info_unknown_model(capsys):
+    assert main(["info", "anl"]) == 2
+    assert "anil" in capsys.readouterr().err
