@@ -154,7 +154,7 @@ def test_unknown_names_give_close_matches(capsys: pytest.CaptureFixture[str]):
     assert main(["train", "hyperteachr", "linear-hypernet"]) == 2
     assert "Did you mean 'hyperteacher'?" in capsys.readouterr().err
     assert main(["train", "hyperteacher", "linear-hypernt"]) == 2
-    assert "Did you mean 'linear-hypernet'?" in capsys.readouterr().err
+    assert "Did you mean 'linear-hypernet' or" in capsys.readouterr().err
 
 
 def test_flags_build_the_config(tiny_config):
@@ -215,8 +215,10 @@ def test_train_eval_resume(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture
     assert runs.run.read_config(out) == make_tiny_config(steps=4)
     rows = runs.run.read_metrics(out)
     assert [(r["step"], r["pool"]) for r in rows] == [
-        (step, pool) for step in (2, 4) for pool in ["train", *POOLS]
+        (step, pool) for step in (2, 4) for pool in ["train", *POOLS, "identification"]
     ]
+    rows = [r for r in rows if r["pool"] != "identification"]
+    found = [r for r in runs.run.read_metrics(out) if r["pool"] == "identification"][-1]
 
     # `zoo eval` scores the newest checkpoint on the same tasks as the run's own evaluation.
     assert main(["eval", str(out)]) == 0
@@ -229,6 +231,11 @@ def test_train_eval_resume(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture
     for row in rows[-len(POOLS) :]:
         for name in ("loss", "accuracy"):
             assert report["pools"][row["pool"]][name] == pytest.approx(row[name], rel=1e-5)
+    # Linear decodability of the hypernetwork's embeddings, as in the run's last evaluation.
+    assert set(report["identification"]) == {"r2_test", "r2_ood"}
+    for name, value in report["identification"].items():
+        assert value == pytest.approx(found[name], rel=1e-4, abs=1e-5)
+        assert any(line.startswith(name) for line in printed.splitlines())
 
     # An older checkpoint: the numbers of the run's own evaluation at that step.
     assert main(["eval", str(out), "--step", "2"]) == 0

@@ -144,7 +144,10 @@ def test_run_directory(run_a: pathlib.Path):
     for row in train_rows:
         assert {"loss", "accuracy", "grad_norm", "time"} <= set(row)
         assert all(np.isfinite(row[k]) for k in ("loss", "accuracy", "grad_norm"))
-    eval_rows = [r for r in rows if r["pool"] != "train"]
+    found = [r for r in rows if r["pool"] == "identification"]
+    assert [r["step"] for r in found] == [STEPS]
+    assert set(found[0]) == {"step", "pool", "r2_test", "r2_ood"}
+    eval_rows = [r for r in rows if r["pool"] not in ("train", "identification")]
     assert set(build_task(CONFIG).pools()) - {"train"} == EVAL_POOLS
     assert sorted(r["pool"] for r in eval_rows) == sorted(EVAL_POOLS)
     for row in eval_rows:

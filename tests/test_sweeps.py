@@ -11,7 +11,7 @@ from conftest import make_tiny_config
 import runs.presets
 import runs.sweeps
 from runs.cli import main
-from runs.sweeps import Sweep, SweepRun, plan, report, run_sweep
+from runs.sweeps import Sweep, SweepRun, plan, run_sweep
 
 
 def _tiny_sweep() -> Sweep:
@@ -53,7 +53,7 @@ def test_a_sweep_runs_every_run_once_and_reports(tmp_path, monkeypatch: pytest.M
         rows = list(csv.DictReader(f))
     assert len(rows) == 4 and {"ood.accuracy", "identification.r2_ood", "step"} <= set(rows[0])
     summary = json.loads((tmp_path / "summary.json").read_text())
-    comp = [e for e in summary if e["label"] == "comp" and e["metric"] == "ood.accuracy"][0]
+    comp = next(e for e in summary if e["label"] == "comp" and e["metric"] == "ood.accuracy")
     values = [float(r["ood.accuracy"]) for r in rows if r["label"] == "comp"]
     assert comp["n"] == 2 and comp["mean"] == pytest.approx(sum(values) / 2)
     assert comp["paper"] == 0.9
