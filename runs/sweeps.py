@@ -256,7 +256,7 @@ def _figure(record: dict, summary: list[dict], path: Path) -> None:
     x_facet, hue_facet = record["x"], record["hue"]
     xs = list(dict.fromkeys(r["facets"][x_facet] for r in record["runs"]))
     hues = list(dict.fromkeys(r["facets"].get(hue_facet, "") for r in record["runs"]))
-    fig, axes = plt.subplots(1, len(metrics), figsize=(1.2 + 1.1 * len(xs) * len(metrics), 3.4))
+    fig, axes = plt.subplots(1, len(metrics), figsize=(1.5 + 1.3 * len(xs) * len(metrics), 3.8))
     axes = [axes] if len(metrics) == 1 else list(axes)
     width = 0.8 / len(hues)
     colors = plt.get_cmap("tab10").colors  # pyright: ignore[reportAttributeAccessIssue]
@@ -284,8 +284,9 @@ def _figure(record: dict, summary: list[dict], path: Path) -> None:
         ax.grid(axis="y", alpha=0.3)
     n = len(record["seeds"])
     fig.suptitle(f"{record['name']}: mean and std over {n} seed{'s' * (n > 1)}", fontsize=10)
-    if hue_facet or any(e["paper"] != "" for e in summary):
-        axes[0].legend(fontsize=8)
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.08 if handles else 0, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
