@@ -282,12 +282,36 @@ def _fig3e() -> Sweep:
     )
 
 
+def _fig3f() -> Sweep:
+    base = get_preset("schug2024/hyperteacher-compositional-cpu")
+    runs = []
+    for hidden in (32, 64, 128):  # the teacher's hidden width is 32
+        for templates in (8, 32, 128):  # M = 8 modules per generated layer
+            model = dataclasses.replace(base.model, hidden=hidden, num_templates=templates)
+            runs.append(
+                SweepRun(
+                    f"hidden{hidden}-T{templates}",
+                    dataclasses.replace(base, model=model),
+                    {"hidden": f"hidden {hidden}", "templates": f"T={templates}"},
+                )
+            )
+    return Sweep(
+        "Fig. 3F: OOD accuracy of the linear hypernetwork against over-parameterization "
+        "(student hidden width vs the teacher's 32, templates T vs the teacher's M = 8)",
+        tuple(runs),
+        metrics=("ood.accuracy", "test.accuracy"),
+        x="hidden",
+        hue="templates",
+    )
+
+
 SWEEPS: dict[str, Sweep] = {
     "schug2024/fig2c-cpu": _fig2c(),
     "schug2024/fig2d-cpu": _fig2d(),
     "schug2024/fig3b-cpu": _fig3b(),
     "schug2024/fig3cd-cpu": _fig3cd(),
     "schug2024/fig3e-cpu": _fig3e(),
+    "schug2024/fig3f-cpu": _fig3f(),
 }
 
 
