@@ -44,6 +44,16 @@ def normalize_rows(e: Float[Array, "chunks T"]) -> Float[Array, "chunks T"]:
     return e * jax.lax.stop_gradient(scale)
 
 
+def layer_groups(layer_sizes: tuple[int, ...]) -> list[tuple[int, int]]:
+    """`(index of the group's first layer, number of layers)` for each layer group of a base
+    network with the given layer sizes: input layer, hidden layers (absent when there is one
+    hidden layer), output layer."""
+    num_layers = len(layer_sizes) - 1
+    if num_layers == 2:
+        return [(0, 1), (1, 1)]
+    return [(0, 1), (1, num_layers - 2), (num_layers - 1, 1)]
+
+
 class LinearHypernet(AbstractMetaLearner, strict=True):
     """ReLU MLP in NTK parameterization whose weights and biases are linear functions of
     normalized task embeddings.
@@ -73,7 +83,7 @@ class LinearHypernet(AbstractMetaLearner, strict=True):
         key: PRNGKeyArray,
     ):
         self.layer_sizes = (in_features, *([hidden] * num_hidden), out_features)
-        groups = self._groups()
+        groups = layer_groups(self.layer_sizes)
         embeddings, weight_generators, bias_generators = [], [], []
         std = 1.0 / math.sqrt(num_templates)
         for (first, chunks), gkey in zip(groups, jr.split(key, len(groups)), strict=True):
@@ -91,20 +101,13 @@ class LinearHypernet(AbstractMetaLearner, strict=True):
         self.bias_generators = tuple(bias_generators)
         self.out_bias = jnp.zeros((out_features,))
 
-    def _groups(self) -> list[tuple[int, int]]:
-        """`(index of the group's first layer, number of layers)` for each layer group."""
-        num_layers = len(self.layer_sizes) - 1
-        if num_layers == 2:
-            return [(0, 1), (1, 1)]
-        return [(0, 1), (1, num_layers - 2), (num_layers - 1, 1)]
-
     def layer_params(
         self,
     ) -> list[tuple[Float[Array, "fan_in fan_out"], Float[Array, " fan_out"]]]:
         """The generated `(weight, bias)` of every base-network layer, input to output."""
         params = []
         groups = zip(
-            self._groups(),
+            layer_groups(self.layer_sizes),
             self.embeddings,
             self.weight_generators,
             self.bias_generators,

@@ -27,17 +27,7 @@ from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
 from ._base import AbstractMetaLearner
 from .config import NonlinearHypernetConfig
-from .linear_hypernet import normalize_rows, truncated_normal
-
-
-def layer_groups(layer_sizes: tuple[int, ...]) -> list[tuple[int, int]]:
-    """`(index of the group's first layer, number of layers)` for each layer group of a base
-    network with the given layer sizes: input layer, hidden layers (absent when there is one
-    hidden layer), output layer."""
-    num_layers = len(layer_sizes) - 1
-    if num_layers == 2:
-        return [(0, 1), (1, 1)]
-    return [(0, 1), (1, num_layers - 2), (num_layers - 1, 1)]
+from .linear_hypernet import layer_groups, normalize_rows, truncated_normal
 
 
 class MLPGenerator(eqx.Module, strict=True):
