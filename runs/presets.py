@@ -137,7 +137,7 @@ def _teacher_student(distribution: str, support: str) -> TrainConfig:
     )
 
 
-def _teacher_student_cpu(config: TrainConfig, steps: int = 4000) -> TrainConfig:
+def _teacher_student_cpu(config: TrainConfig, steps: int = 12_000) -> TrainConfig:
     return dataclasses.replace(
         config,
         task=dataclasses.replace(config.task, shots_support=128, shots_query=128),
@@ -156,7 +156,7 @@ for _dist in ("discrete", "continuous"):
             _teacher_student(_dist, _support),
         )
         PRESETS[f"{_name}-cpu"] = (
-            "the same at CPU scale (100 inner steps, meta-batch 32, 128 inputs, 4k steps)",
+            "the same at CPU scale (100 inner steps, meta-batch 32, 128 inputs, 12k steps)",
             _teacher_student_cpu(_teacher_student(_dist, _support)),
         )
 
