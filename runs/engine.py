@@ -310,6 +310,15 @@ def train_chunk(
     return _train_chunk((trainer, key, first_step, length), model, opt_state)
 
 
+def _over_tasks(fn, key: PRNGKeyArray, num_tasks: int, batch: int) -> PyTree:
+    """`fn(keys)` for `num_tasks` task keys drawn from `key`, `batch` at a time (memory stays
+    bounded whatever `num_tasks` is); the per-task outputs stacked along the first axis."""
+    num_batches = -(-num_tasks // batch)
+    keys = jr.split(key, num_batches * batch).reshape(num_batches, batch)
+    out = jax.lax.map(fn, keys)
+    return jtu.tree_map(lambda a: a.reshape(num_batches * batch, *a.shape[2:])[:num_tasks], out)
+
+
 @eqx.filter_jit
 def evaluate_pool(
     model: AbstractMetaLearner,
@@ -322,16 +331,13 @@ def evaluate_pool(
     batch: int,
 ) -> dict[str, Float[Array, ""]]:
     """Mean query metrics over `num_tasks` tasks of `pool`, adapted `steps` inner steps each,
-    `batch` tasks at a time (memory stays bounded whatever `num_tasks` is)."""
-    num_batches = -(-num_tasks // batch)
-    keys = jr.split(key, num_batches * batch).reshape(num_batches, batch)
+    `batch` tasks at a time."""
     frozen = jax.lax.stop_gradient(model)
 
     def one_batch(keys):
         return episode_losses(frozen, keys, task, config, steps, pool)[1]
 
-    metrics = jax.lax.map(one_batch, keys)
-    return jtu.tree_map(lambda m: m.reshape(-1)[:num_tasks].mean(), metrics)
+    return jtu.tree_map(jnp.mean, _over_tasks(one_batch, key, num_tasks, batch))
 
 
 @eqx.filter_jit
@@ -347,17 +353,10 @@ def collect_embeddings(
 ) -> tuple[Float[Array, "tasks dim"], Float[Array, "tasks ..."]]:
     """Adapted `embedding()`s and ground-truth latents of `num_tasks` tasks of `pool`,
     `batch` tasks at a time."""
-    num_batches = -(-num_tasks // batch)
-    keys = jr.split(key, num_batches * batch).reshape(num_batches, batch)
     frozen = jax.lax.stop_gradient(model)
+    embed = functools.partial(episode_embedding, task=task, config=config, steps=steps, pool=pool)
 
     def one_batch(keys):
-        return eqx.filter_vmap(
-            functools.partial(episode_embedding, task=task, config=config, steps=steps, pool=pool),
-            in_axes=(None, 0),
-        )(frozen, keys)
+        return eqx.filter_vmap(embed, in_axes=(None, 0))(frozen, keys)
 
-    embeddings, latents = jax.lax.map(one_batch, keys)
-    return jtu.tree_map(
-        lambda a: a.reshape(num_batches * batch, *a.shape[2:])[:num_tasks], (embeddings, latents)
-    )
+    return _over_tasks(one_batch, key, num_tasks, batch)

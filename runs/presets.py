@@ -107,12 +107,19 @@ _SPLITS = {
     "disconnected": "one-hots or pairs from one half of the modules only (disconnected support)",
 }
 
+
+def hyperteacher_preset(split: str, model: str, cpu: bool = False) -> str:
+    """The name of the hyperteacher preset of `split` and `model` (the linear hypernetwork's
+    carry no model suffix)."""
+    name = f"schug2024/hyperteacher-{split}"
+    name += "" if model == "linear-hypernet" else f"-{model}"
+    return name + ("-cpu" if cpu else "")
+
+
 PRESETS: dict[str, tuple[str, TrainConfig]] = {}
 for _split, _text in _SPLITS.items():
     for _model in HYPERTEACHER_MODELS:
-        _name = f"schug2024/hyperteacher-{_split}"
-        if _model != "linear-hypernet":
-            _name += f"-{_model}"
+        _name = hyperteacher_preset(_split, _model)
         PRESETS[_name] = (f"Fig. 3, {_model}, paper size: {_text}", _hyperteacher(_split, _model))
         PRESETS[f"{_name}-cpu"] = (
             f"the same at CPU scale (M=8, K=2, meta-batch 32, 64+64 shots, {_model})",
@@ -250,16 +257,8 @@ def _fig3b() -> Sweep:
     runs = []
     for model in HYPERTEACHER_MODELS:
         for split in ("compositional", "non-compositional"):
-            name = f"schug2024/hyperteacher-{split}"
-            if model != "linear-hypernet":
-                name += f"-{model}"
-            runs.append(
-                SweepRun(
-                    f"{model}-{split}",
-                    get_preset(f"{name}-cpu"),
-                    {"model": model, "support": split},
-                )
-            )
+            config = get_preset(hyperteacher_preset(split, model, cpu=True))
+            runs.append(SweepRun(f"{model}-{split}", config, {"model": model, "support": split}))
     return Sweep(
         "Fig. 3B: OOD accuracy of the four learners, compositional vs non-compositional support",
         tuple(runs),
@@ -274,16 +273,8 @@ def _fig3cd() -> Sweep:
     runs = []
     for model in ("linear-hypernet", "nonlinear-hypernet"):
         for split in _SPLITS:
-            name = f"schug2024/hyperteacher-{split}"
-            if model != "linear-hypernet":
-                name += f"-{model}"
-            runs.append(
-                SweepRun(
-                    f"{model}-{split}",
-                    get_preset(f"{name}-cpu"),
-                    {"model": model, "support": split},
-                )
-            )
+            config = get_preset(hyperteacher_preset(split, model, cpu=True))
+            runs.append(SweepRun(f"{model}-{split}", config, {"model": model, "support": split}))
     return Sweep(
         "Fig. 3C-D: linear decodability of the task latent (R^2 on OOD tasks) and OOD accuracy "
         "by support",
@@ -298,10 +289,7 @@ def _fig3e() -> Sweep:
     runs = []
     for model in ("linear-hypernet", "nonlinear-hypernet"):
         for k in (1, 2, 3):
-            name = "schug2024/hyperteacher-compositional"
-            if model != "linear-hypernet":
-                name += f"-{model}"
-            base = get_preset(f"{name}-cpu")
+            base = get_preset(hyperteacher_preset("compositional", model, cpu=True))
             config = dataclasses.replace(base, task=dataclasses.replace(base.task, max_active=k))
             runs.append(SweepRun(f"{model}-K{k}", config, {"model": model, "K": f"K={k}"}))
     return Sweep(
