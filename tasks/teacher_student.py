@@ -209,7 +209,7 @@ def _truncated_normal(key: PRNGKeyArray, shape: tuple[int, ...], std: float) -> 
 class TeacherStudent(AbstractTask, strict=True):
     """The multi-task teacher-student task generator (build it with `make`).
 
-    Pools: "train", "ood" (when not empty), and "h_{h}" for each h in `config.eval_h` (see the
+    Pools: "train", "test", "ood" (when not empty), and "h_{h}" for each h in `config.eval_h` (see the
     module docstring); `pool_masks` lists each pool's masks.
     """
 
