@@ -42,8 +42,11 @@ def main() -> None:
             meta_batch=config.outer.meta_batch,
             mesh=make_mesh(None, config.outer.meta_batch),
         )
-        state = trainer.replicate((model, optimizer.init(eqx.filter(model, eqx.is_array))))
-        model, opt_state, metrics = train_chunk(trainer, *state, jr.key(0), jnp.asarray(0), n)
+        opt_state = optimizer.init(eqx.filter(model, eqx.is_array))
+        model, opt_state = trainer.replicate((model, opt_state))
+        model, opt_state, metrics = train_chunk(
+            trainer, model, opt_state, jr.key(0), jnp.asarray(0), n
+        )
         jax.block_until_ready(metrics)  # compiled
         variants[unroll] = [trainer, model, opt_state, []]
     for call in range(1, args.calls + 1):
