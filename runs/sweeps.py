@@ -201,8 +201,9 @@ def _mean_std(values: list[float]) -> tuple[float, float]:
 
 
 def report(out: Path) -> dict[str, Any]:
-    """Collect the runs of the sweep in `out` into `results.csv`, `summary.csv`,
-    `summary.json` and `figure.png` (all in `out`); returns the summary."""
+    """Collect the runs of the sweep in `out` into `results.csv` (every run with an
+    evaluation, unfinished ones marked), `summary.csv`, `summary.json` and `figure.png` (finished
+    runs only; all in `out`); returns the summary."""
     record = json.loads((out / SWEEP_FILE).read_text())
     rows = []
     for run in record["runs"]:
@@ -211,7 +212,10 @@ def report(out: Path) -> dict[str, Any]:
             if (directory / "metrics.jsonl").exists():
                 found = final_metrics(directory)
                 if found:
-                    rows.append({"label": run["label"], "seed": seed, **run["facets"], **found})
+                    steps = json.loads((directory / "config.json").read_text())["run"]["steps"]
+                    finished = found["step"] == steps
+                    row = {"label": run["label"], "seed": seed, **run["facets"]}
+                    rows.append({**row, "finished": finished, **found})
     columns: list[str] = []
     for row in rows:
         columns += [k for k in row if k not in columns]
@@ -222,7 +226,7 @@ def report(out: Path) -> dict[str, Any]:
 
     summary = []
     for run in record["runs"]:
-        mine = [r for r in rows if r["label"] == run["label"]]
+        mine = [r for r in rows if r["label"] == run["label"] and r["finished"]]
         for metric in record["metrics"]:
             values = [r[metric] for r in mine if metric in r]
             if not values:

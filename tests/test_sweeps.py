@@ -11,7 +11,7 @@ from conftest import make_tiny_config
 import runs.presets
 import runs.sweeps
 from runs.cli import main
-from runs.sweeps import Sweep, SweepRun, plan, run_sweep
+from runs.sweeps import Sweep, SweepRun, plan, report, run_sweep
 
 
 def _tiny_sweep() -> Sweep:
@@ -52,6 +52,7 @@ def test_a_sweep_runs_every_run_once_and_reports(tmp_path, monkeypatch: pytest.M
     with open(tmp_path / "results.csv") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 4 and {"ood.accuracy", "identification.r2_ood", "step"} <= set(rows[0])
+    assert all(r["finished"] == "True" for r in rows)
     summary = json.loads((tmp_path / "summary.json").read_text())
     comp = next(e for e in summary if e["label"] == "comp" and e["metric"] == "ood.accuracy")
     values = [float(r["ood.accuracy"]) for r in rows if r["label"] == "comp"]
@@ -81,6 +82,20 @@ def test_an_unfinished_run_of_a_sweep_is_resumed(tmp_path, monkeypatch: pytest.M
     # Longer runs: the finished 2-step run continues from its checkpoint to 4 steps.
     run_sweep(sweep, "tiny", tmp_path, seeds=(0,), steps=4, progress=False)
     assert calls == [("comp", True), ("noncomp", False)]
+
+
+def test_the_summary_leaves_out_unfinished_runs(tmp_path):
+    sweep = _tiny_sweep()
+    run_sweep(sweep, "tiny", tmp_path, seeds=(0,), progress=False)
+    config = tmp_path / "noncomp" / "seed_0" / "config.json"
+    record = json.loads(config.read_text())
+    record["run"]["steps"] = 4  # as if the run had been stopped half-way
+    config.write_text(json.dumps(record))
+    summary = report(tmp_path)["summary"]
+    assert {e["label"] for e in summary} == {"comp"}
+    with open(tmp_path / "results.csv") as f:
+        finished = {r["label"]: r["finished"] for r in csv.DictReader(f)}
+    assert finished == {"comp": "True", "noncomp": "False"}
 
 
 def test_a_bad_setting_fails_before_any_run(tmp_path):
