@@ -293,6 +293,9 @@ class SweepCommand:
     """Run only the runs with these labels."""
     progress: bool = True
     """Show a progress bar per run."""
+    jobs: int = 1
+    """Runs trained at once, each in a process of its own pinned to its share of the CPU cores
+    (logs in DIR/logs/); the default trains them one after another in this process."""
 
 
 def _sweep(argv: list[str]) -> int:
@@ -310,6 +313,7 @@ def _sweep(argv: list[str]) -> int:
             steps=command.steps,
             only=command.only,
             progress=command.progress,
+            jobs=command.jobs,
         )
     except ValueError as error:
         print(f"zoo sweep: {error}", file=sys.stderr)

@@ -124,7 +124,12 @@ def read_config(directory: Path) -> TrainConfig:
     path = Path(directory) / CONFIG_FILE
     if not path.is_file():
         raise RunError(f"{directory} holds no zoo run (no {CONFIG_FILE}); pass a run directory.")
-    data = json.loads(path.read_text())
+    return config_from_dict(json.loads(path.read_text()))
+
+
+def config_from_dict(data: dict) -> TrainConfig:
+    """The `TrainConfig` of `to_dict(config)`: the task and model settings are rebuilt as the
+    config classes of the registered task and model it names."""
     config = from_dict(TrainConfig, data)
     task_cfg = from_dict(plugins.task_spec(config.task_name).config, data["task"])
     model_cfg = from_dict(plugins.model_spec(config.model_name).config, data["model"])

@@ -13,7 +13,10 @@ import csv
 import dataclasses
 import json
 import math
+import os
+import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -115,11 +118,18 @@ def run_sweep(
     steps: int | None = None,
     only: Sequence[str] | None = None,
     progress: bool = True,
+    jobs: int = 1,
 ) -> list[str]:
     """Train every run of `sweep` for every seed under `out`, skipping finished runs and
-    resuming interrupted ones; then write the report. Returns the failures (empty if none)."""
+    resuming interrupted ones; then write the report. Returns the failures (empty if none).
+
+    With `jobs > 1` that many runs train at once, each in a process of its own pinned to its
+    share of the CPU cores (its output goes to `out/logs/<label>-seed_<k>.log`); the numbers are
+    those of the same runs trained one after another."""
     from .run import RunError, TrainingDiverged, train
 
+    if jobs < 1:
+        raise ValueError(f"--jobs must be at least 1, got {jobs}.")
     out.mkdir(parents=True, exist_ok=True)
     todo = [item for item in plan(sweep, seeds, steps) if not only or item[0].label in only]
     if only and not todo:
@@ -127,21 +137,116 @@ def run_sweep(
         raise ValueError(f"--only {' '.join(only)} matches no run of {name}; its runs: {labels}.")
     validate(sweep, seeds, steps)
     _write_sweep_file(out, name, sweep, seeds, steps)
-    failures = []
+    pending: list[_Pending] = []
     for i, (run, seed, config) in enumerate(todo, 1):
         directory = run_dir(out, run.label, seed)
         if _finished(directory, config.run.steps):
             print(f"[{i}/{len(todo)}] {run.label} seed {seed}: done already", file=sys.stderr)
             continue
         resume = (directory / "config.json").exists()
-        verb = "resuming" if resume else "training"
-        print(f"[{i}/{len(todo)}] {run.label} seed {seed}: {verb}", file=sys.stderr)
+        pending.append(_Pending(f"[{i}/{len(todo)}]", run.label, seed, config, directory, resume))
+    if jobs > 1:
+        failures = _run_in_processes(pending, jobs, out / "logs")
+        report(out)
+        return failures
+    failures = []
+    for item in pending:
+        verb = "resuming" if item.resume else "training"
+        print(f"{item.counter} {item.label} seed {item.seed}: {verb}", file=sys.stderr)
         try:
-            train(config, directory, resume=resume, progress=progress)
+            train(item.config, item.directory, resume=item.resume, progress=progress)
         except (RunError, TrainingDiverged) as error:
-            failures.append(f"{run.label} seed {seed}: {error}")
+            failures.append(f"{item.label} seed {item.seed}: {error}")
             print(f"  failed: {error}", file=sys.stderr)
     report(out)
+    return failures
+
+
+@dataclasses.dataclass(frozen=True)
+class _Pending:
+    counter: str
+    label: str
+    seed: int
+    config: TrainConfig
+    directory: Path
+    resume: bool
+
+
+def _cpu_shares(jobs: int) -> list[set[int] | None]:
+    """The CPU cores of each of `jobs` processes: this process's cores split evenly (no
+    pinning where the platform cannot pin or there are fewer cores than jobs)."""
+    if not hasattr(os, "sched_getaffinity"):
+        return [None] * jobs
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < jobs:
+        return [None] * jobs
+    n = len(cpus)
+    return [set(cpus[i * n // jobs : (i + 1) * n // jobs]) for i in range(jobs)]
+
+
+def _run_in_processes(pending: list[_Pending], jobs: int, logs: Path) -> list[str]:
+    """Train `pending` with at most `jobs` worker processes at once (runs._sweep_worker)."""
+    logs.mkdir(parents=True, exist_ok=True)
+    shares = _cpu_shares(jobs)
+    queue = list(pending)
+    running: dict[int, tuple[subprocess.Popen, _Pending, Path, float]] = {}
+    failures = []
+    try:
+        while queue or running:
+            while queue and len(running) < jobs:
+                slot = min(set(range(jobs)) - set(running))
+                item = queue.pop(0)
+                log = logs / f"{item.label}-seed_{item.seed}.log"
+                cpus = shares[slot]
+                with open(log, "a") as handle:  # the worker keeps its own descriptor
+                    process = subprocess.Popen(
+                        [
+                            sys.executable,
+                            "-m",
+                            "runs._sweep_worker",
+                            str(item.directory),
+                            "resume" if item.resume else "new",
+                        ],
+                        stdin=subprocess.PIPE,
+                        stdout=handle,
+                        stderr=subprocess.STDOUT,
+                        text=True,
+                    )
+                if cpus is not None:  # before the worker has started any thread of its own
+                    os.sched_setaffinity(process.pid, cpus)
+                assert process.stdin is not None
+                process.stdin.write(json.dumps(to_dict(item.config)))
+                process.stdin.close()
+                running[slot] = (process, item, log, time.monotonic())
+                verb = "resuming" if item.resume else "training"
+                where = f"cores {sorted(cpus)}" if cpus else "unpinned"
+                print(
+                    f"{item.counter} {item.label} seed {item.seed}: {verb} ({where}; log {log})",
+                    file=sys.stderr,
+                )
+            time.sleep(0.5)
+            for slot, (process, item, log, start) in list(running.items()):
+                code = process.poll()
+                if code is None:
+                    continue
+                del running[slot]
+                minutes = (time.monotonic() - start) / 60
+                if code == 0:
+                    print(
+                        f"{item.counter} {item.label} seed {item.seed}: finished in "
+                        f"{minutes:.1f} min",
+                        file=sys.stderr,
+                    )
+                    continue
+                lines = log.read_text(errors="replace").replace("\r", "\n").splitlines()
+                reason = next((line for line in reversed(lines) if line.strip()), "")
+                failures.append(f"{item.label} seed {item.seed}: {reason} (log {log})")
+                print(f"  failed: {failures[-1]}", file=sys.stderr)
+    finally:  # interrupted: stop the workers; their runs resume from their checkpoints
+        for process, *_ in running.values():
+            process.terminate()
+        for process, *_ in running.values():
+            process.wait()
     return failures
 
 

@@ -157,3 +157,27 @@ def test_zoo_info_prints_parameter_counts(argv, expected, capsys):
 def test_zoo_info_unknown_model(capsys):
     assert main(["info", "anl"]) == 2
     assert "anil" in capsys.readouterr().err
+
+
+def test_runs_trained_in_parallel_processes_match_the_sequential_ones(tmp_path):
+    sweep = _tiny_sweep()
+    assert run_sweep(sweep, "tiny", tmp_path / "one", seeds=(0,), progress=False) == []
+    assert run_sweep(sweep, "tiny", tmp_path / "two", seeds=(0,), jobs=2) == []
+    for label in ("comp", "noncomp"):
+        one = runs.sweeps.final_metrics(tmp_path / "one" / label / "seed_0")
+        two = runs.sweeps.final_metrics(tmp_path / "two" / label / "seed_0")
+        assert one and one == pytest.approx(two, rel=1e-6, abs=1e-7)
+        assert (tmp_path / "two" / "logs" / f"{label}-seed_0.log").exists()
+
+
+def test_a_failed_worker_is_reported(tmp_path):
+    sweep = _tiny_sweep()
+    directory = tmp_path / "noncomp" / "seed_0"
+    directory.mkdir(parents=True)
+    (directory / "stray.txt").write_text("not a run")  # the worker refuses this directory
+    failures = run_sweep(sweep, "tiny", tmp_path, seeds=(0,), only=("noncomp",), jobs=2)
+    assert len(failures) == 1 and "noncomp seed 0" in failures[0]
+    assert "not empty" in failures[0]
+    assert (directory / "stray.txt").read_text() == "not a run"
+    with pytest.raises(ValueError, match="--jobs"):
+        run_sweep(sweep, "tiny", tmp_path, jobs=0)
