@@ -351,11 +351,13 @@ def report(out: Path) -> dict[str, Any]:
         writer.writerows(summary)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if summary:
-        _figure(record, summary, out / "figure.png")
+        _figure(record, summary, rows, out / "figure.png")
     return {"runs": rows, "summary": summary}
 
 
-def _figure(record: dict, summary: list[dict], path: Path) -> None:
+def _figure(record: dict, summary: list[dict], rows: list[dict], path: Path) -> None:
+    """Bars of the mean over seeds with their standard deviation, a dot per seed, and the
+    paper's values as black marks."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -385,11 +387,19 @@ def _figure(record: dict, summary: list[dict], path: Path) -> None:
                 pos = i - 0.4 + width * (h + 0.5)
                 label = hue if (i == 0 and hue_facet and ax is axes[0]) else None
                 ax.bar(pos, e["mean"], width, yerr=e["std"], color=colors[h % 10], label=label)
+                seeds = [
+                    r[metric]
+                    for r in rows
+                    if r["label"] == e["label"] and r["finished"] and metric in r
+                ]
+                ax.plot([pos] * len(seeds), seeds, "o", color="0.2", markersize=3, alpha=0.7)
                 if e["paper"] != "":
                     paper_label = "paper" if (ax is axes[0] and h == 0 and i == 0) else None
                     ax.plot(pos, e["paper"], "k_", markersize=14, mew=2, label=paper_label)
         ax.set_xticks(range(len(xs)), xs, rotation=20, ha="right")
         ax.set_title(metric)
+        if metric.endswith((".mse", ".loss")):  # errors differing by orders of magnitude
+            ax.set_yscale("log")
         ax.grid(axis="y", alpha=0.3)
     n = len(record["seeds"])
     fig.suptitle(f"{record['name']}: mean and std over {n} seed{'s' * (n > 1)}", fontsize=10)
