@@ -3,6 +3,7 @@ and SCAN's file format."""
 
 import pytest
 
+from runs.cli import main
 from tasks import scan
 
 # Lake 2019, Table 1 (LTURN / RTURN / JUMP ... written in SCAN's own spelling).
@@ -95,3 +96,12 @@ def test_a_split_is_written_in_scans_file_format(tmp_path):
     assert scan.parse_pairs(train_path.read_text()) == list(scan.split("addprim_jump")[0])
     with pytest.raises(ValueError, match="line 1"):
         scan.parse_pairs("walk => WALK\n")
+
+
+def test_zoo_scan_writes_a_split(tmp_path, capsys):
+    assert main(["scan", "length", "--out", str(tmp_path)]) == 0
+    assert "3,920 commands" in capsys.readouterr().out
+    test = scan.parse_pairs((tmp_path / "tasks_test_length.txt").read_text())
+    assert test == list(scan.split("length")[1])
+    with pytest.raises(SystemExit):
+        main(["scan", "simple", "--out", str(tmp_path)])
