@@ -1,0 +1,446 @@
+"""Episodes of Lake 2019 (Sections 4.2-4.6): SCAN meta-training by permutation and by
+augmentation, around-right, length, and mutual exclusivity.
+
+Every SCAN episode is a set of SCAN commands whose *slot* words are relabelled for the
+episode: the four primitives (`walk`, `look`, `run`, `jump`) for add-jump and length, the two
+directions (`left`, `right`) for around-right. An episode's *assignment* gives each slot an
+input word and the action it means, e.g. `walk -> Primitive7 meaning Action3`; the commands
+and their action sequences are then rewritten token by token through two lookup tables, so
+that sampling an episode is a gather, jittable and vmappable. Which assignments may be drawn
+is the whole experiment:
+
+| experiment | words of the slots | their meanings | never drawn in training |
+|---|---|---|---|
+| `permutation` (4.3) | the 4 primitives | a permutation of their 4 actions | the true assignment |
+| `augmentation` (4.4) | 4 of 24 primitives | 4 of 24 actions | `jump` meaning `I_JUMP` |
+| `around_right` (4.5) | 2 of 4 directions | 2 of 4 turns | `right` meaning `I_TURN_RIGHT` |
+| `length` (4.6) | 4 of 24 primitives | 4 of 24 actions | (none) |
+
+As in the reference code (REFERENCE_FACTS.md), five validation assignments are drawn first
+(from the key) and training never draws them. The test episodes are fixed and not sampled
+(`test_episodes`): the slots' true meanings as support (the 4 primitives; `turn left` and
+`turn right`; 100 items of the length split's training set, five such sets) and every test
+command of the split as queries (7,706; 4,476; 3,920).
+
+Sequences are token arrays padded with `PAD = 0` to a fixed length, every sequence ends with
+`EOS`; output sequences have their own vocabulary, with `SOS` for the decoder's first input.
+"""
+
+import functools
+import itertools
+from typing import Literal
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
+
+from tasks import scan
+from tasks._base import AbstractTask, Episode, Split
+
+PAD, EOS, SOS = "<pad>", "<eos>", "<sos>"
+IN_SPECIALS = (PAD, EOS)
+OUT_SPECIALS = (PAD, SOS, EOS)
+
+Experiment = Literal["permutation", "augmentation", "around_right", "length"]
+
+NUM_EXTRA_PRIMITIVES = 20
+EXTRA_PRIMITIVES = tuple(f"Primitive{i}" for i in range(1, NUM_EXTRA_PRIMITIVES + 1))
+EXTRA_ACTIONS = tuple(f"I_Action{i}" for i in range(1, NUM_EXTRA_PRIMITIVES + 1))
+EXTRA_DIRECTIONS = ("forward", "backward")
+EXTRA_TURNS = ("I_FORWARD", "I_BACKWARD")
+_PRIMITIVE_ACTIONS = ("I_WALK", "I_LOOK", "I_RUN", "I_JUMP")
+_TURNS = ("I_TURN_LEFT", "I_TURN_RIGHT")
+
+MAX_IN = 10
+"""Longest SCAN command (9 words) plus EOS."""
+MAX_OUT = 49
+"""Longest SCAN action sequence (48) plus EOS."""
+NUM_VALIDATION = 5
+
+
+class Vocabulary(eqx.Module):
+    """Input and output symbols of an experiment (index = token id)."""
+
+    inputs: tuple[str, ...] = eqx.field(static=True)
+    outputs: tuple[str, ...] = eqx.field(static=True)
+
+    def encode(self, words: tuple[str, ...] | list[str], length: int, *, out: bool) -> np.ndarray:
+        """Token ids of `words` plus EOS, padded to `length`."""
+        table = self.outputs if out else self.inputs
+        ids = [table.index(w) for w in words] + [table.index(EOS)]
+        if len(ids) > length:
+            raise ValueError(f"{' '.join(words)!r} is longer than {length - 1} symbols")
+        return np.array(ids + [0] * (length - len(ids)), np.int32)
+
+    def decode(self, tokens: Int[np.ndarray, " n"], *, out: bool) -> tuple[str, ...]:
+        """The symbols of `tokens` up to the first EOS (padding and SOS dropped)."""
+        table = self.outputs if out else self.inputs
+        words = []
+        for t in np.asarray(tokens).tolist():
+            if table[t] == EOS:
+                break
+            if table[t] not in (PAD, SOS):
+                words.append(table[t])
+        return tuple(words)
+
+
+def vocabulary(experiment: str) -> Vocabulary:
+    """The input and output symbols of an experiment."""
+    words: list[str] = list(scan.INPUT_WORDS)
+    actions: list[str] = list(scan.ACTIONS)
+    if experiment in ("augmentation", "length"):
+        words += EXTRA_PRIMITIVES
+        actions += EXTRA_ACTIONS
+    elif experiment == "around_right":
+        words += EXTRA_DIRECTIONS
+        actions += EXTRA_TURNS
+    elif experiment != "permutation":
+        raise ValueError(
+            f"unknown experiment {experiment!r}; choose permutation, augmentation, "
+            "around_right or length."
+        )
+    return Vocabulary(IN_SPECIALS + tuple(words), OUT_SPECIALS + tuple(actions))
+
+
+def _slots(experiment: Experiment) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The template words relabelled per episode and their true meanings."""
+    if experiment == "around_right":
+        return scan.DIRECTIONS, _TURNS
+    return scan.PRIMITIVES, _PRIMITIVE_ACTIONS
+
+
+def _candidates(experiment: Experiment) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The words the slots may be written as, and the meanings they may take."""
+    if experiment == "permutation":
+        return scan.PRIMITIVES, _PRIMITIVE_ACTIONS
+    if experiment == "around_right":
+        return scan.DIRECTIONS + EXTRA_DIRECTIONS, _TURNS + EXTRA_TURNS
+    return scan.PRIMITIVES + EXTRA_PRIMITIVES, _PRIMITIVE_ACTIONS + EXTRA_ACTIONS
+
+
+@functools.cache
+def encoded_pairs(experiment: Experiment) -> tuple[np.ndarray, np.ndarray]:
+    """Every SCAN command and action sequence as tokens of the experiment's vocabulary:
+    `[20910, MAX_IN]` and `[20910, MAX_OUT]`, in the order of `scan.pairs()`."""
+    vocab = vocabulary(experiment)
+    pairs = scan.pairs()
+    x = np.stack([vocab.encode(c.split(), MAX_IN, out=False) for c, _ in pairs])
+    y = np.stack([vocab.encode(a, MAX_OUT, out=True) for _, a in pairs])
+    return x, y
+
+
+def _index(pairs: tuple[scan.Pair, ...]) -> np.ndarray:
+    where = {c: i for i, (c, _) in enumerate(scan.pairs())}
+    return np.array([where[c] for c, _ in pairs], np.int32)
+
+
+def _top_k_sample(key: PRNGKeyArray, pool: Int[Array, " n"], k: int) -> Int[Array, " k"]:
+    """`k` distinct elements of `pool`, uniformly (top-k of uniform noise: O(n), no sort)."""
+    _, where = jax.lax.top_k(jax.random.uniform(key, pool.shape), k)
+    return pool[where]
+
+
+class ScanEpisodes(AbstractTask):
+    """Meta-training episodes on SCAN (Lake 2019, Sections 4.3-4.6); see the module docstring.
+
+    `sample(key)` draws an assignment allowed in training (pool "train") or one of the five
+    validation assignments (pool "val"), then `num_support` and `num_query` distinct commands
+    from the experiment's support and query pools, relabelled. `x` holds input tokens
+    `[n, MAX_IN]`, `y` output tokens `[n, MAX_OUT]`; the episode's `latent` is its assignment
+    `[slots, 2]` (word id, action id).
+    """
+
+    experiment: Experiment = eqx.field(static=True)
+    vocab: Vocabulary
+    num_support: int = eqx.field(static=True)
+    num_query: int = eqx.field(static=True)
+    commands_x: Int[Array, "n in_len"]
+    commands_y: Int[Array, "n out_len"]
+    support_pool: Int[Array, " n_support_pool"]
+    query_pool: Int[Array, " n_query_pool"]
+    slot_words: Int[Array, " slots"]
+    slot_actions: Int[Array, " slots"]
+    candidate_words: Int[Array, " words"]
+    candidate_actions: Int[Array, " actions"]
+    forbid_true_assignment: bool = eqx.field(static=True)
+    forbidden_pair: tuple[int, int] | None = eqx.field(static=True)
+    validation: Int[Array, "n_validation slots 2"]
+
+    @property
+    def in_features(self) -> int:
+        return len(self.vocab.inputs)
+
+    @property
+    def out_features(self) -> int:
+        return len(self.vocab.outputs)
+
+    def pools(self) -> tuple[str, ...]:
+        return ("train", "val")
+
+    def _draw(self, key: PRNGKeyArray) -> Int[Array, "slots 2"]:
+        """One assignment, uniformly among those of the candidates (no constraints)."""
+        k_words, k_actions = jax.random.split(key)
+        n = self.slot_words.shape[0]
+        words = _top_k_sample(k_words, self.candidate_words, n)
+        actions = _top_k_sample(k_actions, self.candidate_actions, n)
+        if self.experiment == "permutation":  # the words stay; only their meanings move
+            words = self.slot_words
+        return jnp.stack([words, actions], axis=-1)
+
+    def allowed(self, assignment: Int[Array, "slots 2"]) -> Bool[Array, ""]:
+        """Whether training may draw `assignment` (see the module docstring)."""
+        ok = jnp.array(True)
+        if self.forbid_true_assignment:
+            true = jnp.stack([self.slot_words, self.slot_actions], axis=-1)
+            ok &= ~same_assignment(assignment, true)
+        if self.forbidden_pair is not None:
+            word, action = self.forbidden_pair
+            ok &= ~jnp.any((assignment[:, 0] == word) & (assignment[:, 1] == action))
+        for v in range(self.validation.shape[0]):
+            ok &= ~same_assignment(assignment, self.validation[v])
+        return ok
+
+    def assignment(self, key: PRNGKeyArray, pool: str = "train") -> Int[Array, "slots 2"]:
+        """An assignment of `pool`: a random allowed one ("train"), or a validation one."""
+        if pool == "val":
+            return self.validation[jax.random.randint(key, (), 0, self.validation.shape[0])]
+        if pool != "train":
+            raise ValueError(f"unknown pool {pool!r}; the pools are {self.pools()}")
+
+        def body(state):
+            key, _ = state
+            key, sub = jax.random.split(key)
+            return key, self._draw(sub)
+
+        def rejected(state):
+            return ~self.allowed(state[1])
+
+        key, sub = jax.random.split(key)
+        return jax.lax.while_loop(rejected, body, (key, self._draw(sub)))[1]
+
+    def relabel(
+        self,
+        assignment: Int[Array, "slots 2"],
+        x: Int[Array, "*n in_len"],
+        y: Int[Array, "*n out_len"],
+    ) -> tuple[Int[Array, "*n in_len"], Int[Array, "*n out_len"]]:
+        """Commands and action sequences rewritten under `assignment`."""
+        in_map = jnp.arange(self.in_features).at[self.slot_words].set(assignment[:, 0])
+        out_map = jnp.arange(self.out_features).at[self.slot_actions].set(assignment[:, 1])
+        return in_map[x], out_map[y]
+
+    def sample(self, key: PRNGKeyArray, pool: str = "train") -> Episode:
+        k_assign, k_support, k_query = jax.random.split(key, 3)
+        assignment = self.assignment(k_assign, pool)
+        support = _top_k_sample(k_support, self.support_pool, self.num_support)
+        query = _top_k_sample(k_query, self.query_pool, self.num_query)
+        sx, sy = self.relabel(assignment, self.commands_x[support], self.commands_y[support])
+        qx, qy = self.relabel(assignment, self.commands_x[query], self.commands_y[query])
+        return Episode(Split(sx, sy), Split(qx, qy), assignment.astype(jnp.float32))
+
+    def test_episodes(self) -> list[Episode]:
+        """The fixed test episodes of the experiment (true meanings; every test command of
+        its SCAN split as a query). Large: evaluate their queries in batches."""
+        x, y = (np.asarray(a) for a in (self.commands_x, self.commands_y))
+        if self.experiment == "length":
+            train, test = scan.split("length")
+            rng = np.random.default_rng(0)
+            supports = [rng.choice(_index(train), 100, replace=False) for _ in range(5)]
+        else:
+            name = "template_around_right" if self.experiment == "around_right" else "addprim_jump"
+            _, test = scan.split(name)
+            isolated = ["turn left", "turn right"] if name != "addprim_jump" else scan.PRIMITIVES
+            support = _index(tuple((c, scan.interpret(c)) for c in isolated))
+            supports = [support]
+        query = _index(test)
+        true = jnp.stack([self.slot_words, self.slot_actions], axis=-1)
+        return [
+            Episode(
+                Split(jnp.asarray(x[s]), jnp.asarray(y[s])),
+                Split(jnp.asarray(x[query]), jnp.asarray(y[query])),
+                true.astype(jnp.float32),
+            )
+            for s in supports
+        ]
+
+    def loss(self, pred: Float[Array, "n len vocab"], y: Int[Array, "n len"]) -> Float[Array, ""]:
+        return sequence_loss(pred, y)
+
+    def metrics(
+        self, pred: Float[Array, "n len vocab"], y: Int[Array, "n len"]
+    ) -> dict[str, Float[Array, ""]]:
+        return sequence_metrics(pred, y)
+
+
+def same_assignment(a: Int[Array, "slots 2"], b: Int[Array, "slots 2"]) -> Bool[Array, ""]:
+    """Whether two assignments pair the same words with the same meanings (in any order)."""
+    pairs_a = a[:, 0:1] * 100_000 + a[:, 1:2]
+    pairs_b = b[:, 0] * 100_000 + b[:, 1]
+    return jnp.all(jnp.any(pairs_a == pairs_b[None, :], axis=1))
+
+
+def sequence_loss(logits: Float[Array, "n len vocab"], y: Int[Array, "n len"]) -> Float[Array, ""]:
+    """Cross-entropy averaged over the non-padding target tokens (EOS included)."""
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    nll = -jnp.take_along_axis(logp, y[..., None], axis=-1)[..., 0]
+    mask = y != 0
+    return jnp.sum(nll * mask) / jnp.maximum(jnp.sum(mask), 1)
+
+
+def sequence_metrics(
+    logits: Float[Array, "n len vocab"], y: Int[Array, "n len"]
+) -> dict[str, Float[Array, ""]]:
+    """`accuracy`: exact match of whole sequences (every target token up to EOS);
+    `token_accuracy`: over the non-padding target tokens."""
+    right = (jnp.argmax(logits, axis=-1) == y) | (y == 0)
+    mask = y != 0
+    return {
+        "accuracy": jnp.mean(jnp.all(right, axis=-1)),
+        "token_accuracy": jnp.sum(right * mask) / jnp.maximum(jnp.sum(mask), 1),
+        "loss": sequence_loss(logits, y),
+    }
+
+
+def make_scan_episodes(
+    experiment: Experiment,
+    *,
+    num_support: int | None = None,
+    num_query: int = 20,
+    key: PRNGKeyArray,
+) -> ScanEpisodes:
+    """The episodes of `experiment` (20 + 20 items; 100 + 20 for length), with five validation
+    assignments drawn from `key`."""
+    vocab = vocabulary(experiment)
+    x, y = encoded_pairs(experiment)
+    everything = np.arange(len(x), dtype=np.int32)
+    if experiment == "length":
+        train, _ = scan.split("length")
+        support_pool = _index(tuple(p for p in train if len(p[1]) < 12))
+        query_pool = _index(tuple(p for p in train if 12 <= len(p[1]) <= 22))
+        num_support = 100 if num_support is None else num_support
+    else:  # the whole SCAN set: its held-out meanings are never assigned in training
+        support_pool = query_pool = everything
+    num_support = 20 if num_support is None else num_support
+    for n, pool, what in ((num_support, support_pool, "support"), (num_query, query_pool, "query")):
+        if not 0 <= n <= len(pool):
+            raise ValueError(f"num_{what} must be in [0, {len(pool)}], got {n}")
+    slot_words, slot_actions = _slots(experiment)
+    cand_words, cand_actions = _candidates(experiment)
+    forbidden = None
+    if experiment == "augmentation":
+        forbidden = (vocab.inputs.index("jump"), vocab.outputs.index("I_JUMP"))
+    elif experiment == "around_right":
+        forbidden = (vocab.inputs.index("right"), vocab.outputs.index("I_TURN_RIGHT"))
+    task = ScanEpisodes(
+        experiment=experiment,
+        vocab=vocab,
+        num_support=num_support,
+        num_query=num_query,
+        commands_x=jnp.asarray(x),
+        commands_y=jnp.asarray(y),
+        support_pool=jnp.asarray(support_pool),
+        query_pool=jnp.asarray(query_pool),
+        slot_words=jnp.array([vocab.inputs.index(w) for w in slot_words], jnp.int32),
+        slot_actions=jnp.array([vocab.outputs.index(a) for a in slot_actions], jnp.int32),
+        candidate_words=jnp.array([vocab.inputs.index(w) for w in cand_words], jnp.int32),
+        candidate_actions=jnp.array([vocab.outputs.index(a) for a in cand_actions], jnp.int32),
+        forbid_true_assignment=experiment == "permutation",
+        forbidden_pair=forbidden,
+        validation=jnp.zeros((0, len(slot_words), 2), jnp.int32),
+    )
+    # Five validation assignments, drawn first (distinct, and allowed otherwise).
+    validation: list[Array] = []
+    draw = eqx.filter_jit(lambda task, key: task.assignment(key))
+    for sub in jax.random.split(key, 1000):
+        candidate = draw(task, sub)
+        if not any(bool(same_assignment(candidate, v)) for v in validation):
+            validation.append(candidate)
+        if len(validation) == NUM_VALIDATION:
+            break
+    return eqx.tree_at(lambda t: t.validation, task, jnp.stack(validation))
+
+
+# --------------------------------------------------------------------------- mutual exclusivity
+
+ME_WORDS = ("dax", "wif", "lug", "zup")
+ME_MEANINGS = ("RED", "YELLOW", "GREEN", "BLUE")
+
+
+class MutualExclusivity(AbstractTask):
+    """The mutual-exclusivity episodes of Lake 2019, Section 4.2.
+
+    Each episode maps the 4 pseudowords to the 4 meanings by one of the 24 permutations: 19 for
+    training (pool "train"), 5 held out for test (pool "test"), chosen from the key. The support
+    set shows 3 of the 4 words in isolation; the 20 queries are random sequences of 2 to 6
+    words, translated word by word (the fourth word is among them: its meaning is the one no
+    support item shows).
+    """
+
+    vocab: Vocabulary
+    permutations: Int[Array, "24 4"]
+    test_permutations: Int[Array, "5"]
+    train_permutations: Int[Array, "19"]
+    num_query: int = eqx.field(static=True, default=20)
+    min_length: int = eqx.field(static=True, default=2)
+    max_length: int = eqx.field(static=True, default=6)
+
+    @property
+    def in_features(self) -> int:
+        return len(self.vocab.inputs)
+
+    @property
+    def out_features(self) -> int:
+        return len(self.vocab.outputs)
+
+    def pools(self) -> tuple[str, ...]:
+        return ("train", "test")
+
+    def sample(self, key: PRNGKeyArray, pool: str = "train") -> Episode:
+        if pool not in self.pools():
+            raise ValueError(f"unknown pool {pool!r}; the pools are {self.pools()}")
+        k_perm, k_hidden, k_words, k_len = jax.random.split(key, 4)
+        choices = self.train_permutations if pool == "train" else self.test_permutations
+        meaning = self.permutations[jax.random.choice(k_perm, choices)]  # word i -> meaning
+        hidden = jax.random.randint(k_hidden, (), 0, 4)
+        shown = jnp.delete(jnp.arange(4), hidden, assume_unique_indices=True)
+        n_in, n_out = len(IN_SPECIALS), len(OUT_SPECIALS)
+        eos_in, eos_out = IN_SPECIALS.index(EOS), OUT_SPECIALS.index(EOS)
+        length = self.max_length + 1
+        sx = jnp.zeros((3, length), jnp.int32).at[:, 0].set(shown + n_in).at[:, 1].set(eos_in)
+        sy = jnp.zeros((3, length), jnp.int32).at[:, 0].set(meaning[shown] + n_out)
+        sy = sy.at[:, 1].set(eos_out)
+        words = jax.random.randint(k_words, (self.num_query, self.max_length), 0, 4)
+        lengths = jax.random.randint(
+            k_len, (self.num_query, 1), self.min_length, self.max_length + 1
+        )
+        position = jnp.arange(length)[None, :]
+        words = jnp.pad(words, ((0, 0), (0, 1)))
+        qx = jnp.where(position < lengths, words + n_in, jnp.where(position == lengths, eos_in, 0))
+        qy = jnp.where(
+            position < lengths, meaning[words] + n_out, jnp.where(position == lengths, eos_out, 0)
+        )
+        return Episode(Split(sx, sy), Split(qx, qy), meaning.astype(jnp.float32))
+
+    def loss(self, pred: Float[Array, "n len vocab"], y: Int[Array, "n len"]) -> Float[Array, ""]:
+        return sequence_loss(pred, y)
+
+    def metrics(
+        self, pred: Float[Array, "n len vocab"], y: Int[Array, "n len"]
+    ) -> dict[str, Float[Array, ""]]:
+        return sequence_metrics(pred, y)
+
+
+def make_mutual_exclusivity(*, key: PRNGKeyArray, num_query: int = 20) -> MutualExclusivity:
+    """The task with its 5 test permutations drawn from `key`."""
+    permutations = np.array(list(itertools.permutations(range(4))), np.int32)
+    order = np.asarray(jax.random.permutation(key, len(permutations)))
+    vocab = Vocabulary(IN_SPECIALS + ME_WORDS, OUT_SPECIALS + ME_MEANINGS)
+    return MutualExclusivity(
+        vocab=vocab,
+        permutations=jnp.asarray(permutations),
+        test_permutations=jnp.asarray(np.sort(order[:5])),
+        train_permutations=jnp.asarray(np.sort(order[5:])),
+        num_query=num_query,
+    )

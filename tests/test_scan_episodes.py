@@ -1,0 +1,141 @@
+"""Episodes of Lake 2019: relabelled SCAN commands keep SCAN's meaning under the episode's
+assignment, training never sees a held-out assignment, the test episodes are the splits' test
+sets, and mutual-exclusivity episodes translate word by word."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from tasks import scan
+from tasks import scan_episodes as se
+
+N_EPISODES = 300
+
+
+@pytest.fixture(scope="module", params=["permutation", "augmentation", "around_right", "length"])
+def episodes(request):
+    task = se.make_scan_episodes(request.param, key=jax.random.key(0))
+    keys = jax.random.split(jax.random.key(1), N_EPISODES)
+    batch = eqx.filter_jit(lambda t, k: jax.vmap(t.sample)(k))(task, keys)
+    val = eqx.filter_jit(lambda t, k: jax.vmap(lambda k: t.sample(k, "val"))(k))(task, keys[:20])
+    return task, jax.tree.map(np.asarray, batch), jax.tree.map(np.asarray, val)
+
+
+def _meaning(task, assignment):
+    """word -> template word, and template action -> action, of one assignment."""
+    words = {
+        task.vocab.inputs[w]: task.vocab.inputs[int(s)]
+        for s, (w, _) in zip(np.asarray(task.slot_words), assignment, strict=True)
+    }
+    actions = {
+        task.vocab.outputs[int(s)]: task.vocab.outputs[a]
+        for s, (_, a) in zip(np.asarray(task.slot_actions), assignment, strict=True)
+    }
+    return words, actions
+
+
+def test_every_item_means_what_scan_says_under_the_assignment(episodes):
+    task, batch, _ = episodes
+    for e in range(0, N_EPISODES, 30):
+        assignment = batch.latent[e].astype(int)
+        words, actions = _meaning(task, assignment)
+        for split in (batch.support, batch.query):
+            for x, y in zip(split.x[e], split.y[e], strict=True):
+                command = task.vocab.decode(x, out=False)
+                template = " ".join(words.get(w, w) for w in command)
+                expected = tuple(actions.get(a, a) for a in scan.interpret(template))
+                assert task.vocab.decode(y, out=True) == expected
+                assert x[len(command)] == task.vocab.inputs.index(se.EOS)
+
+
+def test_training_never_draws_a_held_out_assignment(episodes):
+    task, batch, val = episodes
+    inputs, outputs = task.vocab.inputs, task.vocab.outputs
+    validation = {frozenset(map(tuple, v)) for v in np.asarray(task.validation).tolist()}
+    assert len(validation) == se.NUM_VALIDATION
+    seen = {frozenset(map(tuple, a)) for a in batch.latent.astype(int).tolist()}
+    assert not seen & validation
+    assert {frozenset(map(tuple, a)) for a in val.latent.astype(int).tolist()} <= validation
+    pairs = {(inputs[w], outputs[a]) for s in seen for w, a in s}
+    if task.experiment == "permutation":
+        true = frozenset(
+            zip(
+                np.asarray(task.slot_words).tolist(),
+                np.asarray(task.slot_actions).tolist(),
+                strict=True,
+            )
+        )
+        assert true not in seen and len(seen) == 23 - se.NUM_VALIDATION
+    if task.experiment == "augmentation":
+        assert ("jump", "I_JUMP") not in pairs and len(seen) > 250
+    if task.experiment == "around_right":
+        assert ("right", "I_TURN_RIGHT") not in pairs
+        assert {w for w, _ in pairs} == {"left", "right", "forward", "backward"}
+
+
+def test_the_test_episodes_are_the_splits_test_sets(episodes):
+    task, _, _ = episodes
+    tests = task.test_episodes()
+    name = {"length": "length", "around_right": "template_around_right"}.get(
+        task.experiment, "addprim_jump"
+    )
+    _, test = scan.split(name)
+    assert len(tests) == (5 if task.experiment == "length" else 1)
+    episode = tests[0]
+    decoded = [
+        (" ".join(task.vocab.decode(x, out=False)), task.vocab.decode(y, out=True))
+        for x, y in zip(np.asarray(episode.query.x), np.asarray(episode.query.y), strict=True)
+    ]
+    assert decoded == list(test)
+    support = {" ".join(task.vocab.decode(x, out=False)) for x in np.asarray(episode.support.x)}
+    if task.experiment in ("permutation", "augmentation"):
+        assert support == set(scan.PRIMITIVES)
+    elif task.experiment == "around_right":
+        assert support == {"turn left", "turn right"}
+    else:
+        train, _ = scan.split("length")
+        assert len(support) == 100 and support <= {c for c, _ in train}
+
+
+def test_length_episodes_extrapolate_from_short_to_longer_items(episodes):
+    task, batch, _ = episodes
+    if task.experiment != "length":
+        pytest.skip("length only")
+    lengths = (batch.support.y != 0).sum(-1) - 1  # actions, without EOS
+    assert batch.support.x.shape[1] == 100 and lengths.max() < 12
+    lengths = (batch.query.y != 0).sum(-1) - 1
+    assert lengths.min() >= 12 and lengths.max() <= 22
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(ValueError, match="unknown experiment"):
+        se.vocabulary("simple")
+    with pytest.raises(ValueError, match="num_query"):
+        se.make_scan_episodes("permutation", num_query=-1, key=jax.random.key(0))
+
+
+def test_mutual_exclusivity_episodes():
+    task = se.make_mutual_exclusivity(key=jax.random.key(0))
+    train, test = set(np.asarray(task.train_permutations)), set(np.asarray(task.test_permutations))
+    assert len(train) == 19 and len(test) == 5 and not train & test
+    keys = jax.random.split(jax.random.key(2), 200)
+    for pool, allowed in (("train", train), ("test", test)):
+        batch = jax.tree.map(np.asarray, jax.vmap(lambda k, pool=pool: task.sample(k, pool))(keys))
+        permutations = np.asarray(task.permutations)
+        for e in range(0, 200, 20):
+            meaning = batch.latent[e].astype(int)
+            index = int(np.flatnonzero((permutations == meaning).all(-1))[0])
+            assert index in allowed
+            table: dict[str, str] = dict(
+                zip(se.ME_WORDS, (se.ME_MEANINGS[m] for m in meaning), strict=True)
+            )
+            shown = [task.vocab.decode(x, out=False) for x in batch.support.x[e]]
+            assert len(shown) == 3 and all(len(s) == 1 for s in shown)
+            assert len({s[0] for s in shown}) == 3
+            for x, y in zip(batch.query.x[e], batch.query.y[e], strict=True):
+                words = task.vocab.decode(x, out=False)
+                assert 2 <= len(words) <= 6
+                assert task.vocab.decode(y, out=True) == tuple(table[w] for w in words)
+    assert jnp.all(task.loss(jnp.zeros((3, 7, 7)), jnp.ones((3, 7), jnp.int32)) > 0)
