@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from .linear_hypernet import LinearHypernet
     from .mlp import ANIL, MAML
     from .nonlinear_hypernet import NonlinearHypernet
+    from .seq2seq import MetaSeq2Seq
     from .shallow_hypernet import ShallowHypernet
 
 _LAZY = {
@@ -23,6 +24,7 @@ _LAZY = {
     "ANIL": ".mlp",
     "MAML": ".mlp",
     "ShallowHypernet": ".shallow_hypernet",
+    "MetaSeq2Seq": ".seq2seq",
 }
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "MAML",
     "AbstractMetaLearner",
     "LinearHypernet",
+    "MetaSeq2Seq",
     "NonlinearHypernet",
     "ShallowHypernet",
     "count_params",

@@ -1,0 +1,94 @@
+"""The meta seq2seq learner (Lake 2019): its size at the paper's settings, padding that changes
+nothing, a causal decoder, the lesions, and a toy episode memorised after a few steps."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+import optax
+import pytest
+
+from zoo import count_params
+from zoo.seq2seq import BiLSTMEncoder, MetaSeq2Seq
+
+
+def test_paper_size_has_the_references_parameter_count():
+    # add-jump vocabularies: 13 words + PAD, EOS; 6 actions + PAD, SOS, EOS
+    model = eqx.filter_eval_shape(lambda: MetaSeq2Seq(15, 9, key=jr.key(0)))
+    assert 4_000_000 < count_params(model) < 4_040_000  # the reference: about 4.02 M
+
+
+def test_padding_changes_no_encoding():
+    encoder = BiLSTMEncoder(7, 8, 2, 0.5, key=jr.key(0))
+    tokens = jnp.array([3, 5, 4, 1])
+    encode = eqx.filter_jit(lambda e, t: e(t, key=None, inference=True))
+    out, final = encode(encoder, tokens)
+    out_padded, final_padded = encode(encoder, jnp.pad(tokens, (0, 3)))
+    assert jnp.allclose(final, final_padded, atol=1e-6)
+    assert jnp.allclose(out, out_padded[:4], atol=1e-6) and jnp.all(out_padded[4:] == 0)
+    # the backward direction reads the whole sequence: the first step sees the last token
+    out_other, _ = encode(encoder, jnp.array([3, 5, 6, 1]))
+    assert not jnp.allclose(out[0], out_other[0])
+
+
+def _toy():
+    support_x = jnp.array([[3, 1, 0], [4, 1, 0]])
+    support_y = jnp.array([[3, 2, 0, 0], [4, 2, 0, 0]])
+    query_x = jnp.array([[3, 4, 1], [4, 3, 1]])
+    query_y = jnp.array([[3, 4, 2, 0], [4, 3, 2, 0]])
+    return support_x, support_y, query_x, query_y
+
+
+@eqx.filter_jit
+def _logits(model, sx, sy, qx, qy, key=None):
+    return model(sx, sy, qx, qy, key=key, inference=key is None)
+
+
+def test_the_decoder_is_causal_and_the_lesions_act():
+    sx, sy, qx, qy = _toy()
+    model = MetaSeq2Seq(6, 5, hidden=8, key=jr.key(0))
+    logits = _logits(model, sx, sy, qx, qy)
+    changed = _logits(model, sx, sy, qx, qy.at[:, 2].set(4))
+    assert jnp.allclose(logits[:, :3], changed[:, :3]) and not jnp.allclose(logits, changed)
+    other_support = _logits(model, sx, sy.at[0, 0].set(4), qx, qy)
+    assert not jnp.allclose(logits, other_support)  # it reads its memory
+    baseline = MetaSeq2Seq(6, 5, hidden=8, memory=False, key=jr.key(0))
+    assert baseline.output_encoder is None and baseline.context is None
+    assert jnp.allclose(
+        _logits(baseline, sx, sy, qx, qy), _logits(baseline, sx, sy.at[0, 0].set(4), qx, qy)
+    )
+    no_attention = MetaSeq2Seq(6, 5, hidden=8, decoder_attention=False, key=jr.key(0))
+    assert no_attention.combine is None
+    assert _logits(no_attention, sx, sy, qx, qy).shape == logits.shape
+    with pytest.raises(ValueError, match="dropout needs a key"):
+        eqx.filter_eval_shape(lambda: model(sx, sy, qx, qy))
+    # dropout: different keys, different logits; the same key, the same logits
+    a, b = _logits(model, sx, sy, qx, qy, jr.key(1)), _logits(model, sx, sy, qx, qy, jr.key(2))
+    assert not jnp.allclose(a, b)
+    assert jnp.array_equal(a, _logits(model, sx, sy, qx, qy, jr.key(1)))
+
+
+def test_a_toy_episode_is_memorised_after_a_few_steps():
+    sx, sy, qx, qy = _toy()
+    model = MetaSeq2Seq(6, 5, hidden=32, layers=1, dropout=0.0, key=jr.key(0))
+    optimizer = optax.adam(1e-2)
+    state = optimizer.init(eqx.filter(model, eqx.is_array))
+
+    def loss(model):
+        logits = model(sx, sy, qx, qy, inference=True)
+        logp = jax.nn.log_softmax(logits)
+        nll = -jnp.take_along_axis(logp, qy[..., None], axis=-1)[..., 0]
+        return jnp.sum(nll * (qy != 0)) / jnp.sum(qy != 0)
+
+    @eqx.filter_jit
+    def step(model, state):
+        value, grads = eqx.filter_value_and_grad(loss)(model)
+        updates, state = optimizer.update(grads, state)
+        return eqx.apply_updates(model, updates), state, value
+
+    model, state, first = step(model, state)
+    for _ in range(60):
+        model, state, value = step(model, state)
+    assert value < 0.05 * first
+    decoded = model.generate(sx, sy, qx, length=3)
+    assert jnp.array_equal(decoded, qy[:, :3])
