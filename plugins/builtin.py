@@ -2,11 +2,17 @@
 `zoo.models` / `zoo.tasks` entry points, exactly as a third-party package registers its own.
 Only configuration modules are imported here (no JAX)."""
 
-from tasks.config import HyperteacherConfig, TeacherStudentConfig
+from tasks.config import (
+    HyperteacherConfig,
+    MutualExclusivityConfig,
+    ScanEpisodesConfig,
+    TeacherStudentConfig,
+)
 from zoo.config import (
     ANILConfig,
     LinearHypernetConfig,
     MAMLConfig,
+    MetaSeq2SeqConfig,
     NonlinearHypernetConfig,
     ShallowHypernetConfig,
 )
@@ -60,4 +66,25 @@ hyperteacher = TaskSpec(
     config=HyperteacherConfig,
     factory="tasks.hyperteacher:make",
     description="Hyperteacher: teacher MLP whose hidden layers are modular compositions (Schug et al. 2024, C.2)",
+)
+
+meta_seq2seq = ModelSpec(
+    name="meta-seq2seq",
+    config=MetaSeq2SeqConfig,
+    factory="zoo.seq2seq:make",
+    description="Meta seq2seq: biLSTM encoders, key-value memory, attention decoder; adapts in context (Lake 2019, 3)",
+)
+
+scan = TaskSpec(
+    name="scan",
+    config=ScanEpisodesConfig,
+    factory="tasks.scan_episodes:make",
+    description="SCAN episodes: add-jump (permutation, augmentation), around-right, length (Lake 2019, 4.3-4.6)",
+)
+
+mutual_exclusivity = TaskSpec(
+    name="mutual-exclusivity",
+    config=MutualExclusivityConfig,
+    factory="tasks.scan_episodes:make_me",
+    description="Mutual exclusivity: pseudowords to meanings, one word unseen (Lake 2019, 4.2)",
 )

@@ -68,8 +68,9 @@ class OuterConfig:
     """Outer AdamW weight decay."""
     clip: float = 1.0
     """Global gradient-norm clipping (0 disables it)."""
-    schedule: Literal["constant", "cosine"] = "constant"
-    """Learning-rate schedule: constant, or cosine decay to `lr_end` over the run."""
+    schedule: Literal["constant", "cosine", "step"] = "constant"
+    """Learning-rate schedule: constant, cosine decay to `lr_end` over the run, or `step`:
+    divided by 10 halfway through the run (Lake 2019)."""
     warmup: int = 0
     """Linear warm-up steps."""
     lr_end: float = 1e-6

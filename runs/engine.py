@@ -20,7 +20,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
 
 from tasks._base import AbstractTask, Split
-from zoo._base import AbstractMetaLearner
+from zoo._base import AbstractInContextLearner, AbstractMetaLearner, Learner
 
 from .config import InnerConfig, OuterConfig
 
@@ -45,6 +45,8 @@ def outer_optimizer(config: OuterConfig, total_steps: int) -> optax.GradientTran
             decay_steps=max(total_steps, config.warmup + 1),
             end_value=config.lr_end,
         )
+    elif config.schedule == "step":  # Lake 2019: lr / 10 from halfway
+        lr = optax.piecewise_constant_schedule(config.lr, {max(total_steps // 2, 1): 0.1})
     elif config.warmup:
         lr = optax.linear_schedule(0.0, config.lr, config.warmup)
     else:
@@ -138,14 +140,26 @@ def _adapted(
 
 
 def episode_loss(
-    model: AbstractMetaLearner,
+    model: Learner,
     key: PRNGKeyArray,
     task: AbstractTask,
     config: InnerConfig,
     steps: int,
     pool: str = "train",
+    training: bool = False,
 ) -> tuple[Float[Array, ""], dict[str, Float[Array, ""]]]:
-    """Sample one episode from `pool`, adapt on its support set, score its query set."""
+    """Sample one episode from `pool`, adapt on its support set, score its query set.
+
+    An in-context learner is not adapted: it reads the support set beside the queries (in
+    `training`, with dropout and the queries its `training_queries` adds)."""
+    if isinstance(model, AbstractInContextLearner):
+        sample_key, dropout_key = jr.split(key)
+        episode = task.sample(sample_key, pool)
+        s, q = episode.support, episode.query
+        qx, qy = model.training_queries(s.x, s.y, q.x, q.y) if training else (q.x, q.y)
+        pred = model(s.x, s.y, qx, qy, key=dropout_key, inference=not training)
+        loss = task.loss(pred, qy)
+        return loss, {"loss": loss, **task.metrics(pred, qy)}
     episode, adapted = _adapted(model, key, task, config, steps, pool)
     pred = adapted(episode.query.x)
     loss = task.loss(pred, episode.query.y)
@@ -170,18 +184,19 @@ def episode_embedding(
 
 
 def episode_losses(
-    model: AbstractMetaLearner,
+    model: Learner,
     keys: PRNGKeyArray,
     task: AbstractTask,
     config: InnerConfig,
     steps: int,
     pool: str = "train",
+    training: bool = False,
 ) -> tuple[Float[Array, " tasks"], dict[str, Float[Array, " tasks"]]]:
     """`episode_loss` for one task per key, vmapped (the model is shared by all)."""
-    return eqx.filter_vmap(
-        functools.partial(episode_loss, task=task, config=config, steps=steps, pool=pool),
-        in_axes=(None, 0),
-    )(model, keys)
+    loss = functools.partial(
+        episode_loss, task=task, config=config, steps=steps, pool=pool, training=training
+    )
+    return eqx.filter_vmap(loss, in_axes=(None, 0))(model, keys)
 
 
 class MeshError(ValueError):
@@ -223,7 +238,7 @@ class Trainer(eqx.Module):
         return eqx.combine(jax.device_put(arrays, sharding), static)
 
     def grads(
-        self, model: AbstractMetaLearner, keys: PRNGKeyArray
+        self, model: Learner, keys: PRNGKeyArray
     ) -> tuple[PyTree, dict[str, Float[Array, ""]]]:
         """Mean query loss gradient over the tasks of `keys`, split over the mesh."""
         params, static = eqx.partition(model, eqx.is_array)
@@ -238,7 +253,9 @@ class Trainer(eqx.Module):
             task = eqx.combine(task_params, task_static)
 
             def mean_loss(model):
-                losses, metrics = episode_losses(model, keys, task, self.inner, self.inner.steps)
+                losses, metrics = episode_losses(
+                    model, keys, task, self.inner, self.inner.steps, training=True
+                )
                 return losses.mean(), jtu.tree_map(jnp.mean, metrics)
 
             grads, metrics = eqx.filter_grad(mean_loss, has_aux=True)(model)
@@ -255,10 +272,10 @@ class Trainer(eqx.Module):
 
     def step(
         self,
-        model: AbstractMetaLearner,
+        model: Learner,
         opt_state: PyTree,
         key: PRNGKeyArray,
-    ) -> tuple[AbstractMetaLearner, PyTree, dict[str, Float[Array, ""]]]:
+    ) -> tuple[Learner, PyTree, dict[str, Float[Array, ""]]]:
         """One outer step on a fresh meta-batch drawn with `key`."""
         grads, metrics = self.grads(model, jr.split(key, self.meta_batch))
         params = eqx.filter(model, eqx.is_array)
@@ -269,12 +286,12 @@ class Trainer(eqx.Module):
 
     def chunk(
         self,
-        model: AbstractMetaLearner,
+        model: Learner,
         opt_state: PyTree,
         key: PRNGKeyArray,
         first_step: Int[Array, ""],
         length: int,
-    ) -> tuple[AbstractMetaLearner, PyTree, dict[str, Float[Array, " length"]]]:
+    ) -> tuple[Learner, PyTree, dict[str, Float[Array, " length"]]]:
         """`length` outer steps in one `lax.scan`; step `s` draws its tasks from
         `fold_in(key, s)`, so a run split into chunks differently gives the same numbers."""
         params, static = eqx.partition(model, eqx.is_array)
@@ -300,12 +317,12 @@ def _train_chunk(static_args, model, opt_state):
 
 def train_chunk(
     trainer: Trainer,
-    model: AbstractMetaLearner,
+    model: Learner,
     opt_state: PyTree,
     key: PRNGKeyArray,
     first_step: Int[Array, ""],
     length: int,
-) -> tuple[AbstractMetaLearner, PyTree, dict[str, Float[Array, " length"]]]:
+) -> tuple[Learner, PyTree, dict[str, Float[Array, " length"]]]:
     """Compiled `Trainer.chunk`; the buffers of `model` and `opt_state` are donated."""
     return _train_chunk((trainer, key, first_step, length), model, opt_state)
 
@@ -321,7 +338,7 @@ def _over_tasks(fn, key: PRNGKeyArray, num_tasks: int, batch: int) -> PyTree:
 
 @eqx.filter_jit
 def evaluate_pool(
-    model: AbstractMetaLearner,
+    model: Learner,
     task: AbstractTask,
     key: PRNGKeyArray,
     pool: str,
@@ -342,7 +359,7 @@ def evaluate_pool(
 
 @eqx.filter_jit
 def collect_embeddings(
-    model: AbstractMetaLearner,
+    model: Learner,
     task: AbstractTask,
     key: PRNGKeyArray,
     pool: str,

@@ -21,7 +21,7 @@ from jaxtyping import PRNGKeyArray
 
 import plugins
 from tasks._base import AbstractTask
-from zoo._base import AbstractMetaLearner
+from zoo._base import Learner
 
 from .checkpoint import Checkpoints
 from .config import TrainConfig, from_dict, to_dict
@@ -50,7 +50,7 @@ class TrainingDiverged(RuntimeError):
 class Loaded(NamedTuple):
     """What `load` gives back."""
 
-    model: AbstractMetaLearner
+    model: Learner
     config: TrainConfig
     step: int
 
@@ -97,7 +97,7 @@ def build_task(config: TrainConfig, key: PRNGKeyArray | None = None) -> Abstract
     return factory(config.task, key=jr.fold_in(key, 0))
 
 
-def build(config: TrainConfig) -> tuple[AbstractTask, AbstractMetaLearner]:
+def build(config: TrainConfig) -> tuple[AbstractTask, Learner]:
     """The task and the freshly initialized model of a run."""
     key = _keys(config.run.seed)[0]
     task = build_task(config, key)
@@ -207,7 +207,7 @@ def _floats(tree: dict) -> dict[str, float]:
 
 
 def evaluate(
-    model: AbstractMetaLearner,
+    model: Learner,
     task: AbstractTask,
     config: TrainConfig,
     *,
@@ -238,7 +238,7 @@ def evaluate(
 
 
 def identification(
-    model: AbstractMetaLearner,
+    model: Learner,
     task: AbstractTask,
     config: TrainConfig,
     *,

@@ -183,3 +183,38 @@ class TeacherStudentConfig:
                 )
         if len(set(self.eval_h)) != len(self.eval_h):
             raise ValueError(f"eval_h={self.eval_h} repeats a value; list each h once.")
+
+
+ScanExperiment = Literal["permutation", "augmentation", "around_right", "length"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ScanEpisodesConfig:
+    """SCAN meta-training episodes of Lake 2019 (Sections 4.3-4.6): every episode relabels the
+    slot words of SCAN commands under a random assignment (see `tasks.scan_episodes`)."""
+
+    experiment: ScanExperiment = "permutation"
+    """add-jump by permutation (4.3) or by augmentation (4.4), around-right (4.5), length (4.6)."""
+    num_support: int | None = None
+    """Support items per episode (default: 20; 100 for length)."""
+    num_query: int = 20
+    """Query items per episode."""
+
+    def __post_init__(self):
+        if self.num_support is not None and self.num_support < 1:
+            raise ValueError(f"task.num_support must be >= 1, got {self.num_support}.")
+        if self.num_query < 1:
+            raise ValueError(f"task.num_query must be >= 1, got {self.num_query}.")
+
+
+@dataclasses.dataclass(frozen=True)
+class MutualExclusivityConfig:
+    """Mutual-exclusivity episodes of Lake 2019 (Section 4.2): 4 pseudowords, 4 meanings, 3
+    isolated words as support, queries of 2 to 6 words; 5 of the 24 mappings held out."""
+
+    num_query: int = 20
+    """Query sequences per episode."""
+
+    def __post_init__(self):
+        if self.num_query < 1:
+            raise ValueError(f"task.num_query must be >= 1, got {self.num_query}.")

@@ -38,6 +38,7 @@ from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from tasks import scan
 from tasks._base import AbstractTask, Episode, Split
+from tasks.config import MutualExclusivityConfig, ScanEpisodesConfig
 
 PAD, EOS, SOS = "<pad>", "<eos>", "<sos>"
 IN_SPECIALS = (PAD, EOS)
@@ -350,16 +351,23 @@ def make_scan_episodes(
         forbidden_pair=forbidden,
         validation=jnp.zeros((0, len(slot_words), 2), jnp.int32),
     )
-    # Five validation assignments, drawn first (distinct, and allowed otherwise).
-    validation: list[Array] = []
-    draw = eqx.filter_jit(lambda task, key: task.assignment(key))
-    for sub in jax.random.split(key, 1000):
-        candidate = draw(task, sub)
-        if not any(bool(same_assignment(candidate, v)) for v in validation):
-            validation.append(candidate)
-        if len(validation) == NUM_VALIDATION:
-            break
-    return eqx.tree_at(lambda t: t.validation, task, jnp.stack(validation))
+    # Five validation assignments, drawn first: distinct, and allowed otherwise. (Plain JAX
+    # ops, so that a task can be built abstractly, as runs do before compiling.)
+    slots = len(slot_words)
+
+    def draw(i, carry):
+        found, count = carry
+        candidate = task.assignment(jax.random.fold_in(key, i))
+        seen = jax.vmap(lambda v: same_assignment(candidate, v))(found)
+        take = ~jnp.any(seen & (jnp.arange(NUM_VALIDATION) < count)) & (count < NUM_VALIDATION)
+        found = jnp.where(
+            take, found.at[jnp.minimum(count, NUM_VALIDATION - 1)].set(candidate), found
+        )
+        return found, count + take
+
+    empty = jnp.zeros((NUM_VALIDATION, slots, 2), jnp.int32)
+    validation, _ = jax.lax.fori_loop(0, 256, draw, (empty, jnp.array(0)))
+    return eqx.tree_at(lambda t: t.validation, task, validation)
 
 
 # --------------------------------------------------------------------------- mutual exclusivity
@@ -435,12 +443,26 @@ class MutualExclusivity(AbstractTask):
 def make_mutual_exclusivity(*, key: PRNGKeyArray, num_query: int = 20) -> MutualExclusivity:
     """The task with its 5 test permutations drawn from `key`."""
     permutations = np.array(list(itertools.permutations(range(4))), np.int32)
-    order = np.asarray(jax.random.permutation(key, len(permutations)))
+    order = jax.random.permutation(key, len(permutations))
     vocab = Vocabulary(IN_SPECIALS + ME_WORDS, OUT_SPECIALS + ME_MEANINGS)
     return MutualExclusivity(
         vocab=vocab,
         permutations=jnp.asarray(permutations),
-        test_permutations=jnp.asarray(np.sort(order[:5])),
-        train_permutations=jnp.asarray(np.sort(order[5:])),
+        test_permutations=jnp.sort(order[:5]),
+        train_permutations=jnp.sort(order[5:]),
         num_query=num_query,
     )
+
+
+def make(config: ScanEpisodesConfig, *, key: PRNGKeyArray) -> ScanEpisodes:
+    """Build the SCAN episodes of `config.experiment` (the factory of the `scan` plugin); the
+    validation assignments are drawn from `key`."""
+    return make_scan_episodes(
+        config.experiment, num_support=config.num_support, num_query=config.num_query, key=key
+    )
+
+
+def make_me(config: MutualExclusivityConfig, *, key: PRNGKeyArray) -> MutualExclusivity:
+    """Build the mutual-exclusivity episodes (the factory of the `mutual-exclusivity` plugin);
+    the 5 held-out mappings are drawn from `key`."""
+    return make_mutual_exclusivity(key=key, num_query=config.num_query)

@@ -7,7 +7,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
-from jaxtyping import Array, Float, PyTree
+from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
 
 class AbstractMetaLearner(eqx.Module):
@@ -59,6 +59,60 @@ class AbstractMetaLearner(eqx.Module):
         return fast, meta
 
 
+class AbstractInContextLearner(eqx.Module):
+    """A model that adapts in context: it reads the support set beside each query and has no
+    fast leaves (e.g. Lake 2019's meta seq2seq). The engine runs no inner loop for it: the
+    query loss of `self(support, query)` is the outer loss.
+
+    Inputs and targets are token arrays (`[n, length]`, padded with 0); `__call__` gives the
+    predictions for the query targets it is given (e.g. teacher-forced logits).
+    """
+
+    @abc.abstractmethod
+    def __call__(
+        self,
+        support_x: Array,
+        support_y: Array,
+        query_x: Array,
+        query_y: Array,
+        *,
+        key: PRNGKeyArray | None = None,
+        inference: bool = False,
+    ) -> Array:
+        """Predictions for the queries `query_x` (scored against `query_y`), given the support
+        set; `key` drives dropout, which `inference=True` turns off."""
+
+    def training_queries(
+        self, support_x: Array, support_y: Array, query_x: Array, query_y: Array
+    ) -> tuple[Array, Array]:
+        """The queries scored in training (e.g. with the support items added). Default: the
+        episode's queries."""
+        del support_x, support_y
+        return query_x, query_y
+
+    def fast_filter(self) -> PyTree[bool]:
+        """No leaf adapts per task."""
+        return jtu.tree_map(lambda _: False, self)
+
+    def fixed_start_filter(self) -> PyTree[bool]:
+        return jtu.tree_map(lambda _: False, self)
+
+    def embedding(self) -> Float[Array, " dim"] | None:
+        return None
+
+    def modules(self) -> Float[Array, "modules ..."] | None:
+        return None
+
+    def partition(self) -> tuple[PyTree, PyTree]:
+        """`(fast, meta)`: nothing is fast."""
+        fast, meta = eqx.partition(self, self.fast_filter())
+        return fast, meta
+
+
+Learner = AbstractMetaLearner | AbstractInContextLearner
+"""Any model the engine trains."""
+
+
 def _is_param(x) -> bool:
     if isinstance(x, jax.ShapeDtypeStruct):  # an abstract model from `eqx.filter_eval_shape`
         return bool(jnp.issubdtype(x.dtype, jnp.inexact))
@@ -71,7 +125,7 @@ def count_params(tree: PyTree) -> int:
     return int(sum(leaf.size for leaf in leaves))
 
 
-def param_counts(model: AbstractMetaLearner) -> dict[str, int]:
+def param_counts(model: AbstractMetaLearner | AbstractInContextLearner) -> dict[str, int]:
     """`{"meta": ..., "fast": ...}` parameter counts as the papers report them: meta counts the
     meta-learned values (including fast initializations that are meta-learned), fast counts
     every leaf that adapts per task."""

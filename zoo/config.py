@@ -106,3 +106,28 @@ class ShallowHypernetConfig:
     def __post_init__(self):
         _positive("hidden", self.hidden, "pass e.g. --model.hidden 32.")
         _positive("num_modules", self.num_modules, "pass e.g. --model.num-modules 12.")
+
+
+@dataclasses.dataclass(frozen=True)
+class MetaSeq2SeqConfig:
+    """Meta seq2seq (Lake 2019, Section 3): biLSTM encoders, key-value memory of the support
+    set, attention LSTM decoder. The lesions of Section 4.3 are switches."""
+
+    hidden: int = 200
+    """m: units per LSTM layer and direction, and the embedding size."""
+    layers: int = 2
+    """LSTM layers of each encoder and of the decoder."""
+    dropout: float = 0.5
+    """Dropout on the symbol embeddings and between LSTM layers."""
+    memory: bool = True
+    """Read the support set through the key-value memory; off: the standard seq2seq baseline."""
+    decoder_attention: bool = True
+    """Luong attention of the decoder over the stepwise context; off: a lesion of Table 2."""
+    support_loss: bool = True
+    """Also score the support items as queries in training; off: a lesion of Table 2."""
+
+    def __post_init__(self):
+        _positive("hidden", self.hidden, "--model.hidden 200")
+        _positive("layers", self.layers, "--model.layers 2")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"model.dropout must be in [0, 1), got {self.dropout}.")

@@ -32,6 +32,9 @@ import jax.numpy as jnp
 import jax.random as jr
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
+from ._base import AbstractInContextLearner
+from .config import MetaSeq2SeqConfig
+
 
 def _run_cell(
     cell: eqx.nn.LSTMCell,
@@ -80,7 +83,9 @@ class BiLSTMEncoder(eqx.Module):
         keys = jr.split(_key(key, inference), len(self.forward))
         mask = tokens != 0
         x = self.dropout(jax.vmap(self.embedding)(tokens), key=keys[0], inference=inference)
-        zero = (jnp.zeros(self.hidden), jnp.zeros(self.hidden))
+        # Zeros typed like the inputs (under `shard_map`, `lax.scan` needs its initial state
+        # to vary over devices as the inputs do).
+        zero = (jnp.zeros_like(x[0, : self.hidden]), jnp.zeros_like(x[0, : self.hidden]))
         h_fwd = h_bwd = zero[0]
         out_fwd = out_bwd = x
         for i, (f, b) in enumerate(zip(self.forward, self.backward, strict=True)):
@@ -116,12 +121,13 @@ def attention(
     return jax.nn.softmax(scores, axis=-1) @ values
 
 
-class MetaSeq2Seq(eqx.Module):
+class MetaSeq2Seq(AbstractInContextLearner):
     """The meta seq2seq learner (Lake 2019, Section 3); see the module docstring.
 
     `__call__(support_x, support_y, query_x, query_y)` gives teacher-forced logits
     `[queries, out_len, out_vocab]` for the query targets `query_y`; `generate` decodes
     greedily. Every parameter is meta-learned: the model adapts in context (no fast leaves).
+    With `support_loss`, training also scores the support items as queries.
     """
 
     input_encoder: BiLSTMEncoder
@@ -134,6 +140,7 @@ class MetaSeq2Seq(eqx.Module):
     dropout: eqx.nn.Dropout
     hidden: int = eqx.field(static=True)
     sos: int = eqx.field(static=True)
+    support_loss: bool = eqx.field(static=True)
 
     def __init__(
         self,
@@ -146,6 +153,7 @@ class MetaSeq2Seq(eqx.Module):
         memory: bool = True,
         decoder_attention: bool = True,
         sos: int = 1,
+        support_loss: bool = True,
         key: PRNGKeyArray,
     ):
         keys = jr.split(key, 6 + layers)
@@ -161,6 +169,19 @@ class MetaSeq2Seq(eqx.Module):
         self.dropout = eqx.nn.Dropout(dropout)
         self.hidden = hidden
         self.sos = sos
+        self.support_loss = support_loss
+
+    def training_queries(
+        self,
+        support_x: Int[Array, "support in_len"],
+        support_y: Int[Array, "support out_len"],
+        query_x: Int[Array, "query in_len"],
+        query_y: Int[Array, "query out_len"],
+    ) -> tuple[Int[Array, "n in_len"], Int[Array, "n out_len"]]:
+        """The queries, plus the support items with `support_loss` (Lake 2019, Section 3)."""
+        if not self.support_loss:
+            return query_x, query_y
+        return jnp.concatenate([query_x, support_x]), jnp.concatenate([query_y, support_y])
 
     def encode(
         self,
@@ -258,3 +279,21 @@ class MetaSeq2Seq(eqx.Module):
             return jax.lax.scan(step, start, None, length=length)[1]
 
         return jax.vmap(one)(contexts, masks)
+
+
+def make(
+    config: MetaSeq2SeqConfig, *, in_features: int, out_features: int, key: PRNGKeyArray
+) -> MetaSeq2Seq:
+    """Build a `MetaSeq2Seq` from its config (the factory of the `meta-seq2seq` plugin);
+    `in_features` / `out_features` are the task's input and output vocabulary sizes."""
+    return MetaSeq2Seq(
+        in_features,
+        out_features,
+        hidden=config.hidden,
+        layers=config.layers,
+        dropout=config.dropout,
+        memory=config.memory,
+        decoder_attention=config.decoder_attention,
+        support_loss=config.support_loss,
+        key=key,
+    )
