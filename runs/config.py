@@ -101,11 +101,17 @@ class EvalConfig:
     """Tasks per pool."""
     batch: int = 64
     """Tasks adapted at once (bounds evaluation memory)."""
+    test_episodes: bool = True
+    """Also score the task's fixed test episodes, if it has any (exact match of generated
+    outputs, e.g. Lake 2019's SCAN test sets), as the `test_episodes` pool."""
+    query_batch: int = 512
+    """Queries of a test episode decoded at once (bounds evaluation memory)."""
 
     def __post_init__(self):
-        if self.every < 0 or self.tasks < 1 or self.batch < 1:
+        if self.every < 0 or self.tasks < 1 or self.batch < 1 or self.query_batch < 1:
             raise ValueError(
-                f"eval.every must be >= 0 and eval.tasks, eval.batch >= 1; got {self}."
+                "eval.every must be >= 0 and eval.tasks, eval.batch, eval.query_batch >= 1; "
+                f"got {self}."
             )
 
 

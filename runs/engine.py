@@ -377,3 +377,28 @@ def collect_embeddings(
         return eqx.filter_vmap(embed, in_axes=(None, 0))(frozen, keys)
 
     return _over_tasks(one_batch, key, num_tasks, batch)
+
+
+@eqx.filter_jit
+def exact_match(
+    model: AbstractInContextLearner,
+    support_x: Int[Array, "support in_len"],
+    support_y: Int[Array, "support out_len"],
+    query_x: Int[Array, "query in_len"],
+    query_y: Int[Array, "query out_len"],
+    batch: int,
+) -> Float[Array, ""]:
+    """Fraction of queries whose generated output matches the target exactly, up to and
+    including its EOS (target tokens > 0 up to padding), `batch` queries at a time."""
+    n, length = query_y.shape
+    num_batches = -(-n // batch)
+    index = (jnp.arange(num_batches * batch) % n).reshape(num_batches, batch)
+    frozen = jax.lax.stop_gradient(model)
+
+    def one_batch(idx):
+        decoded = frozen.generate(support_x, support_y, query_x[idx], length)
+        target = query_y[idx]
+        return jnp.all((decoded == target) | (target == 0), axis=-1)
+
+    correct = jax.lax.map(one_batch, index).reshape(-1)[:n]
+    return jnp.mean(correct)

@@ -21,7 +21,7 @@ from jaxtyping import PRNGKeyArray
 
 import plugins
 from tasks._base import AbstractTask
-from zoo._base import Learner
+from zoo._base import AbstractInContextLearner, Learner
 
 from .checkpoint import Checkpoints
 from .config import TrainConfig, from_dict, to_dict
@@ -29,6 +29,7 @@ from .engine import (
     Trainer,
     collect_embeddings,
     evaluate_pool,
+    exact_match,
     make_mesh,
     outer_optimizer,
     train_chunk,
@@ -234,6 +235,22 @@ def evaluate(
             min(config.eval.batch, config.eval.tasks),
         )
         results[pool] = _floats(metrics)
+    episodes = task.test_episodes() if config.eval.test_episodes else []
+    if episodes and isinstance(model, AbstractInContextLearner):
+        scores = [
+            float(
+                exact_match(
+                    model, e.support.x, e.support.y, e.query.x, e.query.y, config.eval.query_batch
+                )
+            )
+            for e in episodes
+        ]
+        results["test_episodes"] = {
+            "accuracy": sum(scores) / len(scores),
+            "accuracy_min": min(scores),
+            "accuracy_max": max(scores),
+            "queries": float(episodes[0].query.x.shape[0]),
+        }
     return results
 
 

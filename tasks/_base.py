@@ -56,6 +56,11 @@ class AbstractTask(eqx.Module):
     def metrics(self, pred: Array, y: Array) -> dict[str, Float[Array, ""]]:
         """Named scalar metrics (e.g. `accuracy`) of `pred` against `y`."""
 
+    def test_episodes(self) -> list[Episode]:
+        """Fixed test episodes scored whole, beside the sampled pools (e.g. Lake 2019's SCAN
+        test sets: thousands of queries, evaluated in batches). Default: none."""
+        return []
+
     def modules(self) -> Float[Array, "modules ..."] | None:
         """The ground-truth modules of the generator, `[M, fan_in, hidden]`, where the task's
         layer of a task with code `z` is `sum_m z[m] * modules[m]` (for module alignment);

@@ -9,6 +9,7 @@ import optax
 import pytest
 
 from zoo import count_params
+from zoo._base import AbstractInContextLearner
 from zoo.seq2seq import BiLSTMEncoder, MetaSeq2Seq
 
 
@@ -117,3 +118,31 @@ def test_meta_seq2seq_trains_in_context_through_the_engine(tmp_path):
     assert {"test"} <= {r["pool"] for r in read_metrics(tmp_path / "run")}
     loaded = load(tmp_path / "run")
     assert isinstance(loaded.model, MetaSeq2Seq) and loaded.model.support_loss
+
+
+class _Echo(AbstractInContextLearner):
+    """Generates its query inputs back: exact match is known for any targets."""
+
+    def __call__(self, support_x, support_y, query_x, query_y, *, key=None, inference=False):
+        return jax.nn.one_hot(query_x, 8)
+
+    def generate(self, support_x, support_y, query_x, length):
+        return jnp.pad(query_x, ((0, 0), (0, length - query_x.shape[1])))
+
+
+@pytest.mark.parametrize("batch", [2, 3, 16])
+def test_exact_match_scores_whole_sequences_up_to_eos(batch):
+    from runs.engine import exact_match
+
+    qx = jnp.array([[3, 4, 2, 0], [5, 2, 0, 0], [3, 3, 2, 0], [6, 2, 0, 0], [7, 7, 7, 2]])
+    qy = jnp.array(
+        [
+            [3, 4, 2, 0, 0],  # equal
+            [5, 2, 0, 0, 0],  # equal
+            [3, 2, 0, 0, 0],  # EOS expected earlier: wrong
+            [6, 5, 2, 0, 0],  # longer target: wrong
+            [7, 7, 7, 2, 0],  # equal
+        ]
+    )
+    support = jnp.zeros((1, 4), jnp.int32)
+    assert float(exact_match(_Echo(), support, support, qx, qy, batch)) == pytest.approx(3 / 5)

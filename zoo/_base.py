@@ -82,6 +82,11 @@ class AbstractInContextLearner(eqx.Module):
         """Predictions for the queries `query_x` (scored against `query_y`), given the support
         set; `key` drives dropout, which `inference=True` turns off."""
 
+    @abc.abstractmethod
+    def generate(self, support_x: Array, support_y: Array, query_x: Array, length: int) -> Array:
+        """The model's own outputs for the queries, `length` tokens each (greedy, no dropout):
+        what exact-match accuracy is scored on."""
+
     def training_queries(
         self, support_x: Array, support_y: Array, query_x: Array, query_y: Array
     ) -> tuple[Array, Array]:
