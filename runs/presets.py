@@ -22,11 +22,17 @@ The `-cpu` presets are CPU-scale versions (docs/results.md says how they differ)
 import dataclasses
 import difflib
 
-from tasks.config import HyperteacherConfig, TeacherStudentConfig
+from tasks.config import (
+    HyperteacherConfig,
+    MutualExclusivityConfig,
+    ScanEpisodesConfig,
+    TeacherStudentConfig,
+)
 from zoo.config import (
     ANILConfig,
     LinearHypernetConfig,
     MAMLConfig,
+    MetaSeq2SeqConfig,
     NonlinearHypernetConfig,
     ShallowHypernetConfig,
 )
@@ -166,6 +172,53 @@ for _dist in ("discrete", "continuous"):
             "the same at CPU scale (100 inner steps, meta-batch 32, 128 inputs, 12k steps)",
             _teacher_student_cpu(_teacher_student(_dist, _support)),
         )
+
+
+# --------------------------------------------------------------------------- Lake 2019
+
+
+def _lake(task, **model) -> TrainConfig:
+    """Lake 2019, Section 4.1: m = 200, 2 layers, dropout 0.5; 10,000 episodes, one per step;
+    Adam 1e-3, divided by 10 halfway (the reference also resets Adam's state there; we do
+    not); gradient norm clipped at 50 (the reference clips encoder and decoder separately, we
+    clip the whole gradient)."""
+    return TrainConfig(
+        task=task,
+        model=MetaSeq2SeqConfig(**model),
+        task_name="mutual-exclusivity" if isinstance(task, MutualExclusivityConfig) else "scan",
+        model_name="meta-seq2seq",
+        inner=InnerConfig(steps=0),
+        outer=OuterConfig(lr=1e-3, weight_decay=0.0, clip=50.0, schedule="step", meta_batch=1),
+        eval=EvalConfig(every=2500, tasks=64, batch=16, query_batch=512),
+        run=RunConfig(steps=10_000, steps_per_call=50, checkpoint_every=1000),
+    )
+
+
+LAKE_EXPERIMENTS = {
+    "lake2019/mutual-exclusivity": ("Section 4.2 (paper: 100%)", _lake(MutualExclusivityConfig())),
+    "lake2019/addjump-permutation": (
+        "Table 2, permutation meta-training (paper: 99.95%)",
+        _lake(ScanEpisodesConfig("permutation")),
+    ),
+    "lake2019/addjump-permutation-no-support-loss": (
+        "Table 2, lesion without support loss (paper: 5.43%)",
+        _lake(ScanEpisodesConfig("permutation"), support_loss=False),
+    ),
+    "lake2019/addjump-permutation-no-attention": (
+        "Table 2, lesion without decoder attention (paper: 10.32%)",
+        _lake(ScanEpisodesConfig("permutation"), decoder_attention=False),
+    ),
+    "lake2019/addjump-augmentation": (
+        "Table 2, augmentation meta-training (paper: 98.71%)",
+        _lake(ScanEpisodesConfig("augmentation")),
+    ),
+    "lake2019/around-right": (
+        "Table 3, around right (paper: 99.96%)",
+        _lake(ScanEpisodesConfig("around_right")),
+    ),
+    "lake2019/length": ("Table 3, length (paper: 16.64%)", _lake(ScanEpisodesConfig("length"))),
+}
+PRESETS.update(LAKE_EXPERIMENTS)
 
 
 def get_preset(name: str) -> TrainConfig:

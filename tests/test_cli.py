@@ -279,3 +279,17 @@ def test_third_party_plugin_trains(plugin_run):
     assert config["task_name"] == "example-regression"
     assert config["model_name"] == "example-anil"
     assert Checkpoints(out).steps() == [0, 2, 4]
+
+
+def test_every_preset_builds():
+    """Each preset's task and model build (abstractly: nothing is computed), and `zoo info`
+    can count its parameters."""
+    import equinox as eqx
+
+    from runs.presets import PRESETS
+    from runs.run import build, resolve
+    from zoo import param_counts
+
+    for name, (_, config) in PRESETS.items():
+        _, model = eqx.filter_eval_shape(build, resolve(config))
+        assert param_counts(model)["meta"] > 0, name
