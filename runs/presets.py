@@ -208,6 +208,10 @@ LAKE_EXPERIMENTS = {
         "Table 2, lesion without decoder attention (paper: 10.32%)",
         _lake(ScanEpisodesConfig("permutation"), decoder_attention=False),
     ),
+    "lake2019/addjump-standard-seq2seq": (
+        "Table 2, standard seq2seq on the plain add-jump split, batches of 40 (paper: 0.03%)",
+        _lake(ScanEpisodesConfig("standard", num_query=40), memory=False, support_loss=False),
+    ),
     "lake2019/addjump-augmentation": (
         "Table 2, augmentation meta-training (paper: 98.71%)",
         _lake(ScanEpisodesConfig("augmentation")),

@@ -185,7 +185,7 @@ class TeacherStudentConfig:
             raise ValueError(f"eval_h={self.eval_h} repeats a value; list each h once.")
 
 
-ScanExperiment = Literal["permutation", "augmentation", "around_right", "length"]
+ScanExperiment = Literal["permutation", "augmentation", "around_right", "length", "standard"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,15 +194,16 @@ class ScanEpisodesConfig:
     slot words of SCAN commands under a random assignment (see `tasks.scan_episodes`)."""
 
     experiment: ScanExperiment = "permutation"
-    """add-jump by permutation (4.3) or by augmentation (4.4), around-right (4.5), length (4.6)."""
+    """add-jump by permutation (4.3) or by augmentation (4.4), around-right (4.5), length
+    (4.6), or `standard`: the plain add-jump split for the standard seq2seq baseline (4.3)."""
     num_support: int | None = None
-    """Support items per episode (default: 20; 100 for length)."""
+    """Support items per episode (default: 20; 100 for length; 0 for standard)."""
     num_query: int = 20
     """Query items per episode."""
 
     def __post_init__(self):
-        if self.num_support is not None and self.num_support < 1:
-            raise ValueError(f"task.num_support must be >= 1, got {self.num_support}.")
+        if self.num_support is not None and self.num_support < 0:
+            raise ValueError(f"task.num_support must be >= 0, got {self.num_support}.")
         if self.num_query < 1:
             raise ValueError(f"task.num_query must be >= 1, got {self.num_query}.")
 

@@ -16,6 +16,10 @@ is the whole experiment:
 | `around_right` (4.5) | 2 of 4 directions | 2 of 4 turns | `right` meaning `I_TURN_RIGHT` |
 | `length` (4.6) | 4 of 24 primitives | 4 of 24 actions | (none) |
 
+and `standard`: the plain add-jump split for the standard seq2seq baseline (4.3): no support
+set, no relabelling, queries drawn from the split's training commands, with `jump` alone in
+every batch (the reference over-represents it so that it is learned).
+
 As in the reference code (REFERENCE_FACTS.md), five validation assignments are drawn first
 (from the key) and training never draws them. The test episodes are fixed and not sampled
 (`test_episodes`): the slots' true meanings as support (the 4 primitives; `turn left` and
@@ -44,7 +48,7 @@ PAD, EOS, SOS = "<pad>", "<eos>", "<sos>"
 IN_SPECIALS = (PAD, EOS)
 OUT_SPECIALS = (PAD, SOS, EOS)
 
-Experiment = Literal["permutation", "augmentation", "around_right", "length"]
+Experiment = Literal["permutation", "augmentation", "around_right", "length", "standard"]
 
 NUM_EXTRA_PRIMITIVES = 20
 EXTRA_PRIMITIVES = tuple(f"Primitive{i}" for i in range(1, NUM_EXTRA_PRIMITIVES + 1))
@@ -97,10 +101,10 @@ def vocabulary(experiment: str) -> Vocabulary:
     elif experiment == "around_right":
         words += EXTRA_DIRECTIONS
         actions += EXTRA_TURNS
-    elif experiment != "permutation":
+    elif experiment not in ("permutation", "standard"):
         raise ValueError(
             f"unknown experiment {experiment!r}; choose permutation, augmentation, "
-            "around_right or length."
+            "around_right, length or standard."
         )
     return Vocabulary(IN_SPECIALS + tuple(words), OUT_SPECIALS + tuple(actions))
 
@@ -114,7 +118,7 @@ def _slots(experiment: Experiment) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def _candidates(experiment: Experiment) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The words the slots may be written as, and the meanings they may take."""
-    if experiment == "permutation":
+    if experiment in ("permutation", "standard"):
         return scan.PRIMITIVES, _PRIMITIVE_ACTIONS
     if experiment == "around_right":
         return scan.DIRECTIONS + EXTRA_DIRECTIONS, _TURNS + EXTRA_TURNS
@@ -168,6 +172,8 @@ class ScanEpisodes(AbstractTask):
     forbid_true_assignment: bool = eqx.field(static=True)
     forbidden_pair: tuple[int, int] | None = eqx.field(static=True)
     validation: Int[Array, "n_validation slots 2"]
+    jump: int = eqx.field(static=True)
+    """Index of the command "jump" (the `standard` experiment adds it to every batch)."""
 
     @property
     def in_features(self) -> int:
@@ -178,7 +184,7 @@ class ScanEpisodes(AbstractTask):
         return len(self.vocab.outputs)
 
     def pools(self) -> tuple[str, ...]:
-        return ("train", "val")
+        return ("train",) if self.experiment == "standard" else ("train", "val")
 
     def _draw(self, key: PRNGKeyArray) -> Int[Array, "slots 2"]:
         """One assignment, uniformly among those of the candidates (no constraints)."""
@@ -234,9 +240,17 @@ class ScanEpisodes(AbstractTask):
 
     def sample(self, key: PRNGKeyArray, pool: str = "train") -> Episode:
         k_assign, k_support, k_query = jax.random.split(key, 3)
-        assignment = self.assignment(k_assign, pool)
-        support = _top_k_sample(k_support, self.support_pool, self.num_support)
-        query = _top_k_sample(k_query, self.query_pool, self.num_query)
+        if self.experiment == "standard":  # fixed meanings, "jump" alone in every batch
+            if pool != "train":
+                raise ValueError(f"unknown pool {pool!r}; the pools are {self.pools()}")
+            assignment = jnp.stack([self.slot_words, self.slot_actions], axis=-1)
+            support = self.support_pool[: self.num_support]
+            drawn = _top_k_sample(k_query, self.query_pool, self.num_query - 1)
+            query = jnp.concatenate([drawn, jnp.array([self.jump], jnp.int32)])
+        else:
+            assignment = self.assignment(k_assign, pool)
+            support = _top_k_sample(k_support, self.support_pool, self.num_support)
+            query = _top_k_sample(k_query, self.query_pool, self.num_query)
         sx, sy = self.relabel(assignment, self.commands_x[support], self.commands_y[support])
         qx, qy = self.relabel(assignment, self.commands_x[query], self.commands_y[query])
         return Episode(Split(sx, sy), Split(qx, qy), assignment.astype(jnp.float32))
@@ -253,6 +267,7 @@ class ScanEpisodes(AbstractTask):
             name = "template_around_right" if self.experiment == "around_right" else "addprim_jump"
             _, test = scan.split(name)
             isolated = ["turn left", "turn right"] if name != "addprim_jump" else scan.PRIMITIVES
+            isolated = [] if self.experiment == "standard" else isolated
             support = _index(tuple((c, scan.interpret(c)) for c in isolated))
             supports = [support]
         query = _index(test)
@@ -321,6 +336,10 @@ def make_scan_episodes(
         support_pool = _index(tuple(p for p in train if len(p[1]) < 12))
         query_pool = _index(tuple(p for p in train if 12 <= len(p[1]) <= 22))
         num_support = 100 if num_support is None else num_support
+    elif experiment == "standard":
+        train, _ = scan.split("addprim_jump")
+        support_pool, query_pool = everything[:0], _index(train)
+        num_support = 0 if num_support is None else num_support
     else:  # the whole SCAN set: its held-out meanings are never assigned in training
         support_pool = query_pool = everything
     num_support = 20 if num_support is None else num_support
@@ -350,6 +369,7 @@ def make_scan_episodes(
         forbid_true_assignment=experiment == "permutation",
         forbidden_pair=forbidden,
         validation=jnp.zeros((0, len(slot_words), 2), jnp.int32),
+        jump=scan.commands().index("jump"),
     )
     # Five validation assignments, drawn first: distinct, and allowed otherwise. (Plain JAX
     # ops, so that a task can be built abstractly, as runs do before compiling.)

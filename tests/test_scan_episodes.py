@@ -139,3 +139,19 @@ def test_mutual_exclusivity_episodes():
                 assert 2 <= len(words) <= 6
                 assert task.vocab.decode(y, out=True) == tuple(table[w] for w in words)
     assert jnp.all(task.loss(jnp.zeros((3, 7, 7)), jnp.ones((3, 7), jnp.int32)) > 0)
+
+
+def test_standard_batches_are_the_plain_addjump_split_with_jump_in_each():
+    task = se.make_scan_episodes("standard", num_query=40, key=jax.random.key(0))
+    assert task.pools() == ("train",)
+    keys = jax.random.split(jax.random.key(1), 20)
+    batch = jax.tree.map(np.asarray, eqx.filter_jit(lambda t, k: jax.vmap(t.sample)(k))(task, keys))
+    assert batch.support.x.shape == (20, 0, se.MAX_IN) and batch.query.x.shape[1] == 40
+    train = dict(scan.split("addprim_jump")[0])
+    for e in range(20):
+        commands = [" ".join(task.vocab.decode(x, out=False)) for x in batch.query.x[e]]
+        assert commands.count("jump") >= 1 and commands[-1] == "jump"
+        for command, y in zip(commands, batch.query.y[e], strict=True):
+            assert task.vocab.decode(y, out=True) == train[command]
+    (test,) = task.test_episodes()
+    assert test.support.x.shape[0] == 0 and test.query.x.shape[0] == 7_706
