@@ -6,6 +6,14 @@ hidden 64 with 3 hidden layers, 10 second-order inner steps. The authors' code d
 achieved GFLOP/s beside this machine's own matmul peak measured in the same run.
 
     python scripts/benchmark_hyperteacher.py [--steps-per-call 100] [--calls 5]
+    python scripts/benchmark_hyperteacher.py --baseline   # the reference's structure, same host
+
+The host this runs on changes between sessions (its own matmul peak has ranged from 126 to
+515 GFLOP/s), so the reference's 5.9 steps/s only compares with a figure taken on the host it
+was measured on. `--baseline` times, on the host at hand, the same model and task run the way
+the authors' code runs them: one device, one jitted outer step per Python call, every inner
+step inside the `lax.scan`, the meta-batch vmapped with no device split. The ratio of the
+engine's steps/s to the baseline's is the speed-up that does not depend on the host.
 """
 
 import argparse
@@ -54,6 +62,59 @@ def step_flops(trainer: Trainer, model, opt_state) -> float:
     return float(cost["flops"])
 
 
+def baseline(config, steps: int, calls: int) -> float:
+    """Outer steps/s of the reference's structure (see the module docstring)."""
+    import optax
+
+    from runs.engine import inner_optimizer
+
+    task, model = build(config)
+    inner = config.inner
+    optimizer = optax.chain(
+        optax.clip_by_global_norm(config.outer.clip),
+        optax.adamw(config.outer.lr, weight_decay=config.outer.weight_decay),
+    )
+    inner_opt = inner_optimizer(inner)
+    opt_state = optimizer.init(eqx.filter(model, eqx.is_array))
+
+    def task_loss(model, key):
+        episode = task.sample(key)
+        fast, meta = model.partition()
+        if inner.mode != "second-order":
+            meta = jax.lax.stop_gradient(meta)
+
+        def inner_step(carry, _):
+            fast, state = carry
+            grads = jax.grad(
+                lambda f: task.loss(eqx.combine(f, meta)(episode.support.x), episode.support.y)
+            )(fast)
+            updates, state = inner_opt.update(grads, state, fast)
+            return (optax.apply_updates(fast, updates), state), None
+
+        (fast, _), _ = jax.lax.scan(inner_step, (fast, inner_opt.init(fast)), None, inner.steps)
+        return task.loss(eqx.combine(fast, model.partition()[1])(episode.query.x), episode.query.y)
+
+    @eqx.filter_jit(donate="all")
+    def step(model, opt_state, key):
+        def mean_loss(model):
+            keys = jr.split(key, config.outer.meta_batch)
+            return eqx.filter_vmap(task_loss, in_axes=(None, 0))(model, keys).mean()
+
+        loss, grads = eqx.filter_value_and_grad(mean_loss)(model)
+        updates, opt_state = optimizer.update(grads, opt_state, eqx.filter(model, eqx.is_array))
+        return eqx.apply_updates(model, updates), opt_state, loss
+
+    key = jr.key(0)
+    for s in range(steps):  # warm-up call: compilation
+        model, opt_state, loss = step(model, opt_state, jr.fold_in(key, s))
+    jax.block_until_ready(loss)
+    t = time.perf_counter()
+    for s in range(steps, steps * (calls + 1)):
+        model, opt_state, loss = step(model, opt_state, jr.fold_in(key, s))
+    jax.block_until_ready(loss)
+    return steps * calls / (time.perf_counter() - t)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps-per-call", type=int, default=100)
@@ -61,12 +122,35 @@ def main() -> None:
     parser.add_argument("--mode", default="second-order")
     parser.add_argument("--unroll", type=int, default=1, help="inner steps per loop iteration")
     parser.add_argument("--json", help="also write the figures to this JSON file")
+    parser.add_argument(
+        "--baseline",
+        action="store_true",
+        help="time the reference's structure instead of the engine (run it on one device)",
+    )
     args = parser.parse_args()
 
     config = get_preset("schug2024/hyperteacher-compositional-cpu")
     config = dataclasses.replace(
         config, inner=dataclasses.replace(config.inner, mode=args.mode, unroll=args.unroll)
     )
+    if args.baseline:
+        steps_per_s = baseline(config, args.steps_per_call, args.calls)
+        peak = matmul_peak()
+        figures = {
+            "baseline": "reference structure: 1 device, 1 outer step per call, all inner steps scanned",
+            "mode": args.mode,
+            "devices_used": 1,
+            "steps_per_s": steps_per_s,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "matmul_peak_gflops": peak,
+        }
+        for k, v in figures.items():
+            print(f"{k:>26}: {v:.4g}" if isinstance(v, float) else f"{k:>26}: {v}")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(figures, f, indent=2)
+        return
+
     task, model = build(config)
     optimizer = outer_optimizer(config.outer, config.run.steps)
     opt_state = optimizer.init(eqx.filter(model, eqx.is_array))
