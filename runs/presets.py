@@ -310,14 +310,16 @@ def _paper(k: int, model: str) -> dict[str, float]:
     return {"test.accuracy": test, "ood.accuracy": ood}
 
 
-def _fig3b() -> Sweep:
+def _fig3b(cpu: bool = True) -> Sweep:
     runs = []
     for model in HYPERTEACHER_MODELS:
         for split in ("compositional", "non-compositional"):
-            config = get_preset(hyperteacher_preset(split, model, cpu=True))
+            config = get_preset(hyperteacher_preset(split, model, cpu=cpu))
             runs.append(SweepRun(f"{model}-{split}", config, {"model": model, "support": split}))
+    size = "" if cpu else " (paper size: for a GPU)"
     return Sweep(
-        "Fig. 3B: OOD accuracy of the four learners, compositional vs non-compositional support",
+        "Fig. 3B: OOD accuracy of the four learners, compositional vs non-compositional "
+        f"support{size}",
         tuple(runs),
         metrics=("ood.accuracy", "test.accuracy", "identification.r2_ood"),
         x="model",
@@ -390,6 +392,7 @@ def _fig3f() -> Sweep:
 SWEEPS: dict[str, Sweep] = {
     "schug2024/fig2c-cpu": _fig2c(),
     "schug2024/fig2d-cpu": _fig2d(),
+    "schug2024/fig3b": _fig3b(cpu=False),
     "schug2024/fig3b-cpu": _fig3b(),
     "schug2024/fig3cd-cpu": _fig3cd(),
     "schug2024/fig3e-cpu": _fig3e(),
