@@ -32,6 +32,46 @@ def test_padding_changes_no_encoding():
     assert not jnp.allclose(out[0], out_other[0])
 
 
+def test_layerwise_lstm_is_equinox_cell_stepped():
+    # `_run_cell` hoists the input projection out of the loop; it must be the same LSTM.
+    from zoo.seq2seq import _run_cell
+
+    cell = eqx.nn.LSTMCell(5, 7, key=jr.key(1))
+    xs = jr.normal(jr.key(2), (6, 5))
+    mask = jnp.array([True, True, True, True, False, False])
+    start = (jr.normal(jr.key(3), (7,)), jr.normal(jr.key(4), (7,)))
+    state, expected = start, []
+    for x, valid in zip(xs, mask, strict=True):
+        new = cell(x, state)
+        state = new if valid else state
+        expected.append(new[0] if valid else jnp.zeros(7))
+    outputs, final = _run_cell(cell, xs, mask, start)
+    assert jnp.allclose(outputs, jnp.stack(expected), atol=1e-5)
+    assert all(jnp.allclose(a, b, atol=1e-5) for a, b in zip(final, state, strict=True))
+
+
+@pytest.mark.parametrize("dropout", [False, True])
+def test_teacher_forcing_is_the_decoder_stepped(dropout):
+    # The teacher-forced path runs each decoder layer as one scan and batches the attention
+    # over time; it must give the logits of stepping `_decode_step` (what `generate` runs),
+    # with the same dropout masks.
+    sx, sy, qx, qy = _toy()
+    model = MetaSeq2Seq(6, 5, hidden=8, key=jr.key(0))
+    key = jr.key(5) if dropout else None
+    inference = key is None
+    fast = model(sx, sy, qx, qy, key=key, inference=inference)
+    k_encode, k_decode = jr.split(key if key is not None else jr.key(0))
+    contexts, masks = model.encode(sx, sy, qx, key=k_encode, inference=inference)
+    inputs = jnp.concatenate([jnp.full((2, 1), model.sos), qy[:, :-1]], axis=1)
+    for n, k in enumerate(jr.split(k_decode, 2)):
+        state = model._initial_state(contexts[n], masks[n])
+        for t, step_key in enumerate(jr.split(k, inputs.shape[1])):
+            state, logits = model._decode_step(
+                state, inputs[n, t], contexts[n], masks[n], step_key, inference
+            )
+            assert jnp.allclose(fast[n, t], logits, atol=1e-5)
+
+
 def _toy():
     support_x = jnp.array([[3, 1, 0], [4, 1, 0]])
     support_y = jnp.array([[3, 2, 0, 0], [4, 2, 0, 0]])
