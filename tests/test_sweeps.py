@@ -131,7 +131,7 @@ def test_report_of_a_directory_without_a_sweep_is_an_error(tmp_path, capsys):
 
 def test_unknown_sweep_names_close_matches():
     with pytest.raises(SystemExit, match="fig3b-cpu"):
-        main(["sweep", "schug2024/fig3b", "--out", "unused"])
+        main(["sweep", "schug2024/fig3b-cp", "--out", "unused"])
 
 
 def test_every_named_sweep_is_valid():
