@@ -229,7 +229,12 @@ class MetaSeq2Seq(AbstractInContextLearner):
             x = s[0]
         return tuple(new_state), self._readout(x, context, mask)
 
-    def _readout(self, g, context, mask):
+    def _readout(
+        self,
+        g: Float[Array, " hidden"],
+        context: Float[Array, "in_len hidden"],
+        mask: Bool[Array, " in_len"],
+    ) -> Float[Array, " out_vocab"]:
         """The logits from the top decoder output `g`: Luong attention over the context."""
         if self.combine is not None:
             u = attention(g[None], context, context, mask)[0]
