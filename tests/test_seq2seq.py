@@ -21,33 +21,70 @@ def test_paper_size_has_the_references_parameter_count():
 
 def test_padding_changes_no_encoding():
     encoder = BiLSTMEncoder(7, 8, 2, 0.5, key=jr.key(0))
-    tokens = jnp.array([3, 5, 4, 1])
+    tokens = jnp.array([[3, 5, 4, 1]])
     encode = eqx.filter_jit(lambda e, t: e(t, key=None, inference=True))
     out, final = encode(encoder, tokens)
-    out_padded, final_padded = encode(encoder, jnp.pad(tokens, (0, 3)))
+    out_padded, final_padded = encode(encoder, jnp.pad(tokens, ((0, 0), (0, 3))))
     assert jnp.allclose(final, final_padded, atol=1e-6)
-    assert jnp.allclose(out, out_padded[:4], atol=1e-6) and jnp.all(out_padded[4:] == 0)
+    assert jnp.allclose(out, out_padded[:, :4], atol=1e-6) and jnp.all(out_padded[:, 4:] == 0)
     # the backward direction reads the whole sequence: the first step sees the last token
-    out_other, _ = encode(encoder, jnp.array([3, 5, 6, 1]))
-    assert not jnp.allclose(out[0], out_other[0])
+    out_other, _ = encode(encoder, jnp.array([[3, 5, 6, 1]]))
+    assert not jnp.allclose(out[0, 0], out_other[0, 0])
+    # a sequence's encoding does not depend on the others of its batch
+    batch = jnp.array([[3, 5, 4, 1, 0, 0, 0], [6, 1, 0, 0, 0, 0, 0], [3, 3, 3, 5, 5, 4, 1]])
+    out_batch, final_batch = encode(encoder, batch)
+    assert jnp.allclose(out_batch[0], out_padded[0], atol=1e-6)
+    assert jnp.allclose(final_batch[0], final_padded[0], atol=1e-6)
 
 
-def test_layerwise_lstm_is_equinox_cell_stepped():
-    # `_run_cell` hoists the input projection out of the loop; it must be the same LSTM.
-    from zoo.seq2seq import _run_cell
+def _stepped(cell, xs, mask, start):
+    """The reference: Equinox's `LSTMCell` stepped under `lax.scan`, differentiated by JAX."""
+
+    def step(state, inputs):
+        x, valid = inputs
+        new = cell(x, state)
+        state = jax.tree.map(lambda a, b: jnp.where(valid, a, b), new, state)
+        return state, jnp.where(valid, new[0], 0.0)
+
+    final, outputs = jax.lax.scan(step, start, (xs, mask))
+    return outputs, final
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_lstm_layer_is_equinox_cell_stepped_and_so_are_its_gradients(reverse):
+    # `lstm_layer` hoists the input projection, skips the steps where every sequence is
+    # masked, and has a hand-written reverse pass: values and gradients must be the LSTM's.
+    from zoo.seq2seq import lstm_layer
 
     cell = eqx.nn.LSTMCell(5, 7, key=jr.key(1))
-    xs = jr.normal(jr.key(2), (6, 5))
-    mask = jnp.array([True, True, True, True, False, False])
-    start = (jr.normal(jr.key(3), (7,)), jr.normal(jr.key(4), (7,)))
-    state, expected = start, []
-    for x, valid in zip(xs, mask, strict=True):
-        new = cell(x, state)
-        state = new if valid else state
-        expected.append(new[0] if valid else jnp.zeros(7))
-    outputs, final = _run_cell(cell, xs, mask, start)
-    assert jnp.allclose(outputs, jnp.stack(expected), atol=1e-5)
-    assert all(jnp.allclose(a, b, atol=1e-5) for a, b in zip(final, state, strict=True))
+    xs = jr.normal(jr.key(2), (3, 8, 5))
+    lengths = jnp.array([5, 2, 0])  # the longest stops before the end; one is all padding
+    mask = jnp.arange(8)[None, :] < lengths[:, None]
+    if reverse:  # padding first, as the encoders' backward direction reads it
+        xs, mask = xs[:, ::-1], mask[:, ::-1]
+    start = (jr.normal(jr.key(3), (3, 7)), jr.normal(jr.key(4), (3, 7)))
+    weights = jr.normal(jr.key(5), (3, 8, 7))
+
+    def loss(inputs, layer):
+        cell, xs, start = inputs
+        outputs, (h, c) = layer(cell, xs, mask, start)
+        return jnp.sum(outputs * weights) + jnp.sum(jnp.sin(h)) + jnp.sum(c**2)
+
+    def reference(cell, xs, mask, start):
+        return jax.vmap(_stepped, in_axes=(None, 0, 0, 0))(cell, xs, mask, start)
+
+    outputs, final = jax.jit(lstm_layer)(cell, xs, mask, start)
+    expected, expected_final = reference(cell, xs, mask, start)
+    assert jnp.allclose(outputs, expected, atol=1e-5)
+    assert all(jnp.allclose(a, b, atol=1e-5) for a, b in zip(final, expected_final, strict=True))
+    assert jnp.allclose(final[0][2], start[0][2]) and jnp.all(outputs[2] == 0)
+
+    grad = eqx.filter_jit(eqx.filter_grad(loss))
+    got = grad((cell, xs, start), lstm_layer)
+    want = grad((cell, xs, start), reference)
+    # every gradient: the cell's weights and bias, the inputs, and the initial state
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        assert jnp.allclose(a, b, atol=1e-4), float(jnp.max(jnp.abs(a - b)))
 
 
 @pytest.mark.parametrize("dropout", [False, True])
@@ -69,7 +106,8 @@ def test_teacher_forcing_is_the_decoder_stepped(dropout):
             state, logits = model._decode_step(
                 state, inputs[n, t], contexts[n], masks[n], step_key, inference
             )
-            assert jnp.allclose(fast[n, t], logits, atol=1e-5)
+            if qy[n, t]:  # up to the target's EOS; no loss reads the logits after it
+                assert jnp.allclose(fast[n, t], logits, atol=1e-5)
 
 
 def _toy():
@@ -89,8 +127,8 @@ def test_the_decoder_is_causal_and_the_lesions_act():
     sx, sy, qx, qy = _toy()
     model = MetaSeq2Seq(6, 5, hidden=8, key=jr.key(0))
     logits = _logits(model, sx, sy, qx, qy)
-    changed = _logits(model, sx, sy, qx, qy.at[:, 2].set(4))
-    assert jnp.allclose(logits[:, :3], changed[:, :3]) and not jnp.allclose(logits, changed)
+    changed = _logits(model, sx, sy, qx, qy.at[:, 1].set(2))
+    assert jnp.allclose(logits[:, :2], changed[:, :2]) and not jnp.allclose(logits, changed)
     other_support = _logits(model, sx, sy.at[0, 0].set(4), qx, qy)
     assert not jnp.allclose(logits, other_support)  # it reads its memory
     baseline = MetaSeq2Seq(6, 5, hidden=8, memory=False, key=jr.key(0))

@@ -36,31 +36,118 @@ from ._base import AbstractInContextLearner
 from .config import MetaSeq2SeqConfig
 
 
-def _run_cell(
+def _lstm_step(weight_hh, x, h, c):
+    """One LSTM step on a batch: the gate activations `[i, f, g, o]` and the new `c` and `h`."""
+    i, f, g, o = jnp.split(x + h @ weight_hh.T, 4, axis=-1)
+    i, f, g, o = jax.nn.sigmoid(i), jax.nn.sigmoid(f), jnp.tanh(g), jax.nn.sigmoid(o)
+    c_new = f * c + i * g
+    return (i, f, g, o), c_new, o * jnp.tanh(c_new)
+
+
+def _steps(mask: Bool[Array, "time batch"]) -> tuple[Int[Array, ""], Int[Array, ""]]:
+    """The range `[lo, hi)` of the steps where any sequence is valid; outside it the loops
+    have nothing to do (the state is carried unchanged and the outputs are 0)."""
+    t = jnp.arange(mask.shape[0])
+    running = jnp.any(mask, axis=1)
+    lo = jnp.min(jnp.where(running, t, mask.shape[0]))
+    hi = jnp.max(jnp.where(running, t + 1, 0))
+    return lo, jnp.maximum(hi, lo)
+
+
+def _lstm_forward(weight_hh, projected, mask, h, c):
+    lo, hi = _steps(mask)
+    zeros = jnp.zeros_like(projected[..., : h.shape[-1]])
+
+    def body(t, carry):
+        h, c, outputs, h_prev, c_prev, gates = carry
+        (i, f, g, o), c_new, h_new = _lstm_step(weight_hh, projected[t], h, c)
+        valid = mask[t][:, None]
+        outputs = outputs.at[t].set(jnp.where(valid, h_new, 0.0))
+        h_prev, c_prev = h_prev.at[t].set(h), c_prev.at[t].set(c)
+        gates = gates.at[t].set(jnp.concatenate([i, f, g, o], axis=-1))
+        h, c = jnp.where(valid, h_new, h), jnp.where(valid, c_new, c)
+        return h, c, outputs, h_prev, c_prev, gates
+
+    init = (h, c, zeros, zeros, zeros, jnp.zeros_like(projected))
+    h, c, outputs, h_prev, c_prev, gates = jax.lax.fori_loop(lo, hi, body, init)
+    return (outputs, h, c), (weight_hh, mask, lo, hi, h_prev, c_prev, gates)
+
+
+@jax.custom_vjp
+def _lstm(
+    weight_hh: Float[Array, "gates hidden"],
+    projected: Float[Array, "time batch gates"],
+    mask: Bool[Array, "time batch"],
+    h: Float[Array, "batch hidden"],
+    c: Float[Array, "batch hidden"],
+) -> tuple[
+    Float[Array, "time batch hidden"], Float[Array, "batch hidden"], Float[Array, "batch hidden"]
+]:
+    """A masked LSTM loop over time, given every step's input projection (bias included).
+
+    Masked steps leave the state unchanged and output 0. The loop runs only over the steps
+    where some sequence is valid. Its reverse pass (`_lstm_backward`) is written by hand: a
+    loop that carries only `(dh, dc)` and records the gates' cotangents, with the weight's
+    cotangent one matrix product after it, instead of the one per step that differentiating
+    the loop would accumulate."""
+    return _lstm_forward(weight_hh, projected, mask, h, c)[0]
+
+
+def _lstm_backward(residuals, cotangents):
+    weight_hh, mask, lo, hi, h_prev, c_prev, gates = residuals
+    d_outputs, dh, dc = cotangents
+
+    def body(k, carry):
+        dh, dc, d_gates = carry
+        t = hi - 1 - k
+        valid = mask[t][:, None]
+        i, f, g, o = jnp.split(gates[t], 4, axis=-1)
+        tanh_c = jnp.tanh(f * c_prev[t] + i * g)
+        dh_new = jnp.where(valid, dh + d_outputs[t], 0.0)
+        dc_new = jnp.where(valid, dc, 0.0) + dh_new * o * (1.0 - tanh_c**2)
+        d = jnp.concatenate(
+            [
+                dc_new * g * i * (1.0 - i),
+                dc_new * c_prev[t] * f * (1.0 - f),
+                dc_new * i * (1.0 - g**2),
+                dh_new * tanh_c * o * (1.0 - o),
+            ],
+            axis=-1,
+        )
+        dh = d @ weight_hh + jnp.where(valid, 0.0, dh)
+        dc = dc_new * f + jnp.where(valid, 0.0, dc)
+        return dh, dc, d_gates.at[t].set(d)
+
+    dh, dc, d_gates = jax.lax.fori_loop(0, hi - lo, body, (dh, dc, jnp.zeros_like(gates)))
+    d_weight = jnp.einsum("tbg,tbh->gh", d_gates, h_prev)
+    return d_weight, d_gates, None, dh, dc
+
+
+_lstm.defvjp(_lstm_forward, _lstm_backward)
+
+
+def lstm_layer(
     cell: eqx.nn.LSTMCell,
-    xs: Float[Array, "time features"],
-    mask: Bool[Array, " time"],
-    state: tuple[Float[Array, " hidden"], Float[Array, " hidden"]],
-) -> tuple[Float[Array, "time hidden"], tuple[Float[Array, " hidden"], Float[Array, " hidden"]]]:
-    """An LSTM over `xs` (`lax.scan`); masked steps leave the state unchanged and output 0.
+    xs: Float[Array, "batch time features"],
+    mask: Bool[Array, "batch time"],
+    state: tuple[Float[Array, "batch hidden"], Float[Array, "batch hidden"]],
+) -> tuple[
+    Float[Array, "batch time hidden"],
+    tuple[Float[Array, "batch hidden"], Float[Array, "batch hidden"]],
+]:
+    """`cell` run over a batch of sequences; masked steps leave the state unchanged and
+    output 0.
 
     The same arithmetic as stepping `cell`, arranged for speed: the input projection of every
-    step is one matrix product before the loop, so the loop carries only `W_hh h`."""
+    step is one matrix product before the loop, the loop skips the steps where every
+    sequence is masked, and its reverse pass is hand-written (`_lstm`)."""
     projected = xs @ cell.weight_ih.T
     if cell.bias is not None:
         projected = projected + cell.bias
-
-    def step(carry, inputs):
-        x, valid = inputs
-        h, c = carry
-        i, f, g, o = jnp.split(x + cell.weight_hh @ h, 4)
-        c_new = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
-        h_new = jax.nn.sigmoid(o) * jnp.tanh(c_new)
-        carry = (jnp.where(valid, h_new, h), jnp.where(valid, c_new, c))
-        return carry, jnp.where(valid, h_new, 0.0)
-
-    state, outputs = jax.lax.scan(step, state, (projected, mask))
-    return outputs, state
+    outputs, h, c = _lstm(
+        cell.weight_hh, jnp.swapaxes(projected, 0, 1), jnp.swapaxes(mask, 0, 1), *state
+    )
+    return jnp.swapaxes(outputs, 0, 1), (h, c)
 
 
 class BiLSTMEncoder(eqx.Module):
@@ -86,24 +173,34 @@ class BiLSTMEncoder(eqx.Module):
         self.hidden = hidden
 
     def __call__(
-        self, tokens: Int[Array, " time"], *, key: PRNGKeyArray | None, inference: bool
-    ) -> tuple[Float[Array, "time hidden"], Float[Array, " hidden"]]:
-        """Step outputs `[time, hidden]` (0 at padding) and the final state `[hidden]`."""
-        keys = jr.split(_key(key, inference), len(self.forward))
+        self, tokens: Int[Array, "batch time"], *, key: PRNGKeyArray | None, inference: bool
+    ) -> tuple[Float[Array, "batch time hidden"], Float[Array, "batch hidden"]]:
+        """Step outputs `[batch, time, hidden]` (0 at padding) and final states
+        `[batch, hidden]` of a batch of sequences. Each sequence draws its own dropout masks
+        from its own key, `jr.split(key, batch)`."""
+        keys = jax.vmap(lambda k: jr.split(k, len(self.forward)))(
+            jr.split(_key(key, inference), tokens.shape[0])
+        )
+
+        def dropout(x, layer):
+            return jax.vmap(lambda x, k: self.dropout(x, key=k, inference=inference))(
+                x, keys[:, layer]
+            )
+
         mask = tokens != 0
-        x = self.dropout(jax.vmap(self.embedding)(tokens), key=keys[0], inference=inference)
-        # Zeros typed like the inputs (under `shard_map`, `lax.scan` needs its initial state
-        # to vary over devices as the inputs do).
-        zero = (jnp.zeros_like(x[0, : self.hidden]), jnp.zeros_like(x[0, : self.hidden]))
-        h_fwd = h_bwd = zero[0]
+        x = dropout(jax.vmap(jax.vmap(self.embedding))(tokens), 0)
+        # Zeros typed like the inputs (under `shard_map`, a loop's initial state must vary
+        # over devices as the inputs do).
+        zero = jnp.zeros_like(x[:, 0, : self.hidden])
+        h_fwd = h_bwd = zero
         out_fwd = out_bwd = x
         for i, (f, b) in enumerate(zip(self.forward, self.backward, strict=True)):
             if i:
-                x = self.dropout(x, key=keys[i], inference=inference)
-            out_fwd, (h_fwd, _) = _run_cell(f, x, mask, zero)
+                x = dropout(x, i)
+            out_fwd, (h_fwd, _) = lstm_layer(f, x, mask, (zero, zero))
             # Padding is at the end: reversed, it comes first and leaves the state at zero.
-            out_bwd, (h_bwd, _) = _run_cell(b, x[::-1], mask[::-1], zero)
-            out_bwd = out_bwd[::-1]
+            out_bwd, (h_bwd, _) = lstm_layer(b, x[:, ::-1], mask[:, ::-1], (zero, zero))
+            out_bwd = out_bwd[:, ::-1]
             x = jnp.concatenate([out_fwd, out_bwd], axis=-1)
         return out_fwd + out_bwd, h_fwd + h_bwd
 
@@ -205,9 +302,7 @@ class MetaSeq2Seq(AbstractInContextLearner):
         k_query, k_sx, k_sy = jr.split(_key(key, inference), 3)
 
         def run(encoder, tokens, k):
-            return jax.vmap(lambda t, k: encoder(t, key=k, inference=inference))(
-                tokens, jr.split(k, tokens.shape[0])
-            )
+            return encoder(tokens, key=k, inference=inference)
 
         q, _ = run(self.input_encoder, query_x, k_query)
         mask = query_x != 0
@@ -265,20 +360,24 @@ class MetaSeq2Seq(AbstractInContextLearner):
             [jnp.full((query_y.shape[0], 1), self.sos, query_y.dtype), query_y[:, :-1]], axis=1
         )
 
-        def one(context, mask, tokens, k):
-            # Teacher forcing: every layer's inputs are known before its loop runs, and the
-            # attention reads only the top layer's outputs, so each layer is one scan and the
-            # attention and readout are batched over time (the arithmetic of `_decode_step`).
+        # Teacher forcing: every layer's inputs are known before its loop runs, and the
+        # attention reads only the top layer's outputs, so each layer is one loop over the
+        # batch of queries and the attention and readout are batched over time (the
+        # arithmetic of `_decode_step`). Steps after a target's EOS are masked: their logits
+        # are read out of zeros, and no loss or metric reads them.
+        def embed(tokens, k):
             x = jax.vmap(self.decoder_embedding)(tokens)
-            x = jax.vmap(lambda e, k: self.dropout(e, key=k, inference=inference))(
+            return jax.vmap(lambda e, k: self.dropout(e, key=k, inference=inference))(
                 x, jr.split(k, tokens.shape[0])
             )
-            always = jnp.ones(tokens.shape[0], bool)
-            for cell, s in zip(self.decoder, self._initial_state(context, mask), strict=True):
-                x, _ = _run_cell(cell, x, always, s)
-            return jax.vmap(lambda g: self._readout(g, context, mask))(x)
 
-        return jax.vmap(one)(contexts, masks, inputs, jr.split(k_decode, query_y.shape[0]))
+        x = jax.vmap(embed)(inputs, jr.split(k_decode, query_y.shape[0]))
+        states = jax.vmap(self._initial_state)(contexts, masks)
+        for cell, state in zip(self.decoder, states, strict=True):
+            x, _ = lstm_layer(cell, x, query_y != 0, state)
+        return jax.vmap(
+            lambda gs, context, mask: jax.vmap(lambda g: self._readout(g, context, mask))(gs)
+        )(x, contexts, masks)
 
     def generate(
         self,
