@@ -194,14 +194,14 @@ def episode_losses(
 ) -> tuple[Float[Array, " tasks"], dict[str, Float[Array, " tasks"]]]:
     """`episode_loss` for one task per key, vmapped (the model is shared by all).
 
-    A single task is not vmapped: under `vmap` a loop whose length depends on the data (as
-    `MetaSeq2Seq`'s LSTMs stop at an episode's longest sequence) would run both its body and
-    a select over its whole state at every step."""
+    An in-context learner's episodes are mapped one after the other instead (`lax.map`):
+    `MetaSeq2Seq`'s loops stop where an episode's data says and pick their batch sizes by
+    `lax.switch`, and under `vmap` both would turn into selects that compute everything."""
     loss = functools.partial(
         episode_loss, task=task, config=config, steps=steps, pool=pool, training=training
     )
-    if keys.shape[0] == 1:
-        return jtu.tree_map(lambda x: x[None], loss(model, keys[0]))
+    if isinstance(model, AbstractInContextLearner):
+        return jax.lax.map(functools.partial(loss, model), keys)
     return eqx.filter_vmap(loss, in_axes=(None, 0))(model, keys)
 
 

@@ -54,20 +54,55 @@ def _steps(mask: Bool[Array, "time batch"]) -> tuple[Int[Array, ""], Int[Array, 
     return lo, jnp.maximum(hi, lo)
 
 
+def _row_sizes(batch: int) -> tuple[int, ...]:
+    """The static row counts a step may run on: the quarters of the batch."""
+    quarter = -(-batch // 4)
+    return tuple(sorted({min(batch, k * quarter) for k in range(1, 5)}))
+
+
+def _branch(mask_t: Bool[Array, " batch"], sizes: tuple[int, ...]) -> Int[Array, ""]:
+    """Which of `sizes` a step runs on: the smallest that holds every valid row (0: none)."""
+    rows = jnp.max(jnp.where(mask_t, jnp.arange(1, mask_t.shape[0] + 1), 0))
+    return jnp.where(rows == 0, 0, 1 + jnp.searchsorted(jnp.asarray(sizes), rows))
+
+
 def _lstm_forward(weight_hh, projected, mask, h, c):
     lo, hi = _steps(mask)
-    zeros = jnp.zeros_like(projected[..., : h.shape[-1]])
+    sizes = _row_sizes(mask.shape[1])
+
+    # Each branch computes one step on the first `s` rows and pads its results back to the
+    # batch; the buffers are written outside the switch (a branch that took them would copy
+    # them at every step).
+    def rows(s):
+        def step(x, valid, h, c):
+            h_s, c_s, valid = h[:s], c[:s], valid[:s, None]
+            (i, f, g, o), c_new, h_new = _lstm_step(weight_hh, x[:s], h_s, c_s)
+            h = h.at[:s].set(jnp.where(valid, h_new, h_s))
+            c = c.at[:s].set(jnp.where(valid, c_new, c_s))
+            out = jnp.zeros_like(h).at[:s].set(jnp.where(valid, h_new, 0.0))
+            return h, c, out, jnp.zeros_like(x).at[:s].set(jnp.concatenate([i, f, g, o], axis=-1))
+
+        return step
+
+    def skip(x, valid, h, c):
+        return h, c, jnp.zeros_like(h), jnp.zeros_like(x)
+
+    branches = [skip] + [rows(s) for s in sizes]
 
     def body(t, carry):
         h, c, outputs, h_prev, c_prev, gates = carry
-        (i, f, g, o), c_new, h_new = _lstm_step(weight_hh, projected[t], h, c)
-        valid = mask[t][:, None]
-        outputs = outputs.at[t].set(jnp.where(valid, h_new, 0.0))
-        h_prev, c_prev = h_prev.at[t].set(h), c_prev.at[t].set(c)
-        gates = gates.at[t].set(jnp.concatenate([i, f, g, o], axis=-1))
-        h, c = jnp.where(valid, h_new, h), jnp.where(valid, c_new, c)
-        return h, c, outputs, h_prev, c_prev, gates
+        index = _branch(mask[t], sizes)
+        h_new, c_new, out, gates_t = jax.lax.switch(index, branches, projected[t], mask[t], h, c)
+        return (
+            h_new,
+            c_new,
+            outputs.at[t].set(out),
+            h_prev.at[t].set(h),
+            c_prev.at[t].set(c),
+            gates.at[t].set(gates_t),
+        )
 
+    zeros = jnp.zeros_like(projected[..., : h.shape[-1]])
     init = (h, c, zeros, zeros, zeros, jnp.zeros_like(projected))
     h, c, outputs, h_prev, c_prev, gates = jax.lax.fori_loop(lo, hi, body, init)
     return (outputs, h, c), (weight_hh, mask, lo, hi, h_prev, c_prev, gates)
@@ -85,37 +120,57 @@ def _lstm(
 ]:
     """A masked LSTM loop over time, given every step's input projection (bias included).
 
-    Masked steps leave the state unchanged and output 0. The loop runs only over the steps
-    where some sequence is valid. Its reverse pass (`_lstm_backward`) is written by hand: a
-    loop that carries only `(dh, dc)` and records the gates' cotangents, with the weight's
-    cotangent one matrix product after it, instead of the one per step that differentiating
-    the loop would accumulate."""
+    Masked steps leave the state unchanged and output 0. Nothing is computed for padding
+    that can be skipped: the loop runs only over the steps where some sequence is valid, and
+    each step only on the first quarter, half, three quarters or all of the batch, the
+    fewest rows that hold every valid one (sort the batch longest first to make use of
+    this). The reverse pass (`_lstm_backward`) is written by hand, with the same skipping:
+    a loop that carries only `(dh, dc)` and records the gates' cotangents, and the weight's
+    cotangent one matrix product after it (instead of one per step, as differentiating the
+    loop would accumulate, with every branch's residuals kept)."""
     return _lstm_forward(weight_hh, projected, mask, h, c)[0]
 
 
 def _lstm_backward(residuals, cotangents):
     weight_hh, mask, lo, hi, h_prev, c_prev, gates = residuals
     d_outputs, dh, dc = cotangents
+    sizes = _row_sizes(mask.shape[1])
+
+    def rows(s):
+        def step(gates_t, c_prev_t, d_out, valid, dh, dc):
+            dh_s, dc_s, valid = dh[:s], dc[:s], valid[:s, None]
+            i, f, g, o = jnp.split(gates_t[:s], 4, axis=-1)
+            c_prev_t = c_prev_t[:s]
+            tanh_c = jnp.tanh(f * c_prev_t + i * g)
+            dh_new = jnp.where(valid, dh_s + d_out[:s], 0.0)
+            dc_new = jnp.where(valid, dc_s, 0.0) + dh_new * o * (1.0 - tanh_c**2)
+            d = jnp.concatenate(
+                [
+                    dc_new * g * i * (1.0 - i),
+                    dc_new * c_prev_t * f * (1.0 - f),
+                    dc_new * i * (1.0 - g**2),
+                    dh_new * tanh_c * o * (1.0 - o),
+                ],
+                axis=-1,
+            )
+            dh = dh.at[:s].set(d @ weight_hh + jnp.where(valid, 0.0, dh_s))
+            dc = dc.at[:s].set(dc_new * f + jnp.where(valid, 0.0, dc_s))
+            return dh, dc, jnp.zeros_like(gates_t).at[:s].set(d)
+
+        return step
+
+    def skip(gates_t, c_prev_t, d_out, valid, dh, dc):
+        return dh, dc, jnp.zeros_like(gates_t)
+
+    branches = [skip] + [rows(s) for s in sizes]
 
     def body(k, carry):
         dh, dc, d_gates = carry
         t = hi - 1 - k
-        valid = mask[t][:, None]
-        i, f, g, o = jnp.split(gates[t], 4, axis=-1)
-        tanh_c = jnp.tanh(f * c_prev[t] + i * g)
-        dh_new = jnp.where(valid, dh + d_outputs[t], 0.0)
-        dc_new = jnp.where(valid, dc, 0.0) + dh_new * o * (1.0 - tanh_c**2)
-        d = jnp.concatenate(
-            [
-                dc_new * g * i * (1.0 - i),
-                dc_new * c_prev[t] * f * (1.0 - f),
-                dc_new * i * (1.0 - g**2),
-                dh_new * tanh_c * o * (1.0 - o),
-            ],
-            axis=-1,
+        index = _branch(mask[t], sizes)
+        dh, dc, d = jax.lax.switch(
+            index, branches, gates[t], c_prev[t], d_outputs[t], mask[t], dh, dc
         )
-        dh = d @ weight_hh + jnp.where(valid, 0.0, dh)
-        dc = dc_new * f + jnp.where(valid, 0.0, dc)
         return dh, dc, d_gates.at[t].set(d)
 
     dh, dc, d_gates = jax.lax.fori_loop(0, hi - lo, body, (dh, dc, jnp.zeros_like(gates)))
@@ -124,6 +179,52 @@ def _lstm_backward(residuals, cotangents):
 
 
 _lstm.defvjp(_lstm_forward, _lstm_backward)
+
+
+_CHUNK = 64
+
+
+def _ragged_matmul_forward(x, weight, n):
+    rows = x.shape[0] + (-x.shape[0]) % _CHUNK
+    x_padded = jnp.pad(x, ((0, rows - x.shape[0]), (0, 0)))
+
+    def body(k, y):
+        chunk = jax.lax.dynamic_slice_in_dim(x_padded, k * _CHUNK, _CHUNK)
+        return jax.lax.dynamic_update_slice_in_dim(y, chunk @ weight.T, k * _CHUNK, 0)
+
+    y = jnp.zeros_like(x_padded[:, :1] * weight[:, 0])
+    y = jax.lax.fori_loop(0, -(-n // _CHUNK), body, y)
+    return y[: x.shape[0]], (x_padded, weight, n)
+
+
+@jax.custom_vjp
+def _ragged_matmul(
+    x: Float[Array, "rows features"], weight: Float[Array, "out features"], n: Int[Array, ""]
+) -> Float[Array, "rows out"]:
+    """`x @ weight.T` for the first `n` rows of `x` (computed in chunks of 64 rows; the rows
+    after the last chunk are 0), by hand in both directions: nothing is computed for the
+    rows after `n`, whose results and cotangents the caller does not use."""
+    return _ragged_matmul_forward(x, weight, n)[0]
+
+
+def _ragged_matmul_backward(residuals, dy):
+    x_padded, weight, n = residuals
+    rows = dy.shape[0]
+    dy = jnp.pad(dy, ((0, x_padded.shape[0] - rows), (0, 0)))
+
+    def body(k, carry):
+        dx, d_weight = carry
+        chunk = jax.lax.dynamic_slice_in_dim(x_padded, k * _CHUNK, _CHUNK)
+        d_chunk = jax.lax.dynamic_slice_in_dim(dy, k * _CHUNK, _CHUNK)
+        dx = jax.lax.dynamic_update_slice_in_dim(dx, d_chunk @ weight, k * _CHUNK, 0)
+        return dx, d_weight + d_chunk.T @ chunk
+
+    init = (jnp.zeros_like(x_padded), jnp.zeros_like(weight))
+    dx, d_weight = jax.lax.fori_loop(0, -(-n // _CHUNK), body, init)
+    return dx[:rows], d_weight, None
+
+
+_ragged_matmul.defvjp(_ragged_matmul_forward, _ragged_matmul_backward)
 
 
 def lstm_layer(
@@ -138,16 +239,24 @@ def lstm_layer(
     """`cell` run over a batch of sequences; masked steps leave the state unchanged and
     output 0.
 
-    The same arithmetic as stepping `cell`, arranged for speed: the input projection of every
-    step is one matrix product before the loop, the loop skips the steps where every
-    sequence is masked, and its reverse pass is hand-written (`_lstm`)."""
-    projected = xs @ cell.weight_ih.T
+    The same arithmetic as stepping `cell`, arranged for speed: the input projection of the
+    valid steps is computed before the loop, as matrix products over them alone (gathered
+    first, `_ragged_matmul`); the batch is sorted longest first, so that the loop (`_lstm`)
+    can leave out the rows and steps that are all padding; and its reverse pass is
+    hand-written."""
+    batch, time = mask.shape
+    order = jnp.argsort(-jnp.sum(mask, axis=1), stable=True)
+    inverse = jnp.argsort(order)
+    mask = jnp.swapaxes(mask[order], 0, 1)  # time-major
+    # The valid steps first, in a time-major flattening of the sorted batch.
+    flat = jnp.swapaxes(xs[order], 0, 1).reshape(time * batch, -1)
+    tokens = jnp.argsort(~mask.reshape(-1), stable=True)
+    projected = _ragged_matmul(flat[tokens], cell.weight_ih, jnp.sum(mask))
+    projected = projected[jnp.argsort(tokens)].reshape(time, batch, -1)
     if cell.bias is not None:
         projected = projected + cell.bias
-    outputs, h, c = _lstm(
-        cell.weight_hh, jnp.swapaxes(projected, 0, 1), jnp.swapaxes(mask, 0, 1), *state
-    )
-    return jnp.swapaxes(outputs, 0, 1), (h, c)
+    outputs, h, c = _lstm(cell.weight_hh, projected, mask, state[0][order], state[1][order])
+    return jnp.swapaxes(outputs, 0, 1)[inverse], (h[inverse], c[inverse])
 
 
 class BiLSTMEncoder(eqx.Module):
