@@ -192,6 +192,8 @@ def _ragged_matmul_forward(x, weight, n):
         chunk = jax.lax.dynamic_slice_in_dim(x_padded, k * _CHUNK, _CHUNK)
         return jax.lax.dynamic_update_slice_in_dim(y, chunk @ weight.T, k * _CHUNK, 0)
 
+    # Zeros typed like the operands (under `shard_map` a loop's carry must vary over devices
+    # as they do).
     y = jnp.zeros_like(x_padded[:, :1] * weight[:, 0])
     y = jax.lax.fori_loop(0, -(-n // _CHUNK), body, y)
     return y[: x.shape[0]], (x_padded, weight, n)
@@ -410,15 +412,12 @@ class MetaSeq2Seq(AbstractInContextLearner):
         """The stepwise context `C` of every query and its mask (the query's own tokens)."""
         k_query, k_sx, k_sy = jr.split(_key(key, inference), 3)
 
-        def run(encoder, tokens, k):
-            return encoder(tokens, key=k, inference=inference)
-
-        q, _ = run(self.input_encoder, query_x, k_query)
+        q, _ = self.input_encoder(query_x, key=k_query, inference=inference)
         mask = query_x != 0
         if self.output_encoder is None or self.context is None:  # standard seq2seq
             return q, mask
-        _, keys = run(self.input_encoder, support_x, k_sx)
-        _, values = run(self.output_encoder, support_y, k_sy)
+        _, keys = self.input_encoder(support_x, key=k_sx, inference=inference)
+        _, values = self.output_encoder(support_y, key=k_sy, inference=inference)
         memory = jax.vmap(lambda qs: attention(qs, keys, values))(q)
         context = jax.vmap(jax.vmap(self.context))(jnp.concatenate([q, memory], axis=-1))
         return jnp.tanh(context), mask
