@@ -360,8 +360,10 @@ def _sweeps(argv: list[str]) -> int:
     del argv
     from .presets import SWEEPS
 
+    width = max(map(len, SWEEPS))
     for name, sweep in SWEEPS.items():
-        print(f"{name:<24} {len(sweep.runs)} runs x {len(sweep.seeds)} seeds  {sweep.description}")
+        runs = f"{len(sweep.runs)} run{'s' * (len(sweep.runs) > 1)}"
+        print(f"{name:<{width}}  {runs} x {len(sweep.seeds)} seeds  {sweep.description}")
     return 0
 
 

@@ -389,6 +389,48 @@ def _fig3f() -> Sweep:
     )
 
 
+# Lake 2019, Tables 2-3: exact-match accuracy on each experiment's test episode (a fraction).
+LAKE_TABLE = {
+    # sweep label: (preset, paper's accuracy)
+    "permutation": ("lake2019/addjump-permutation", 0.9995),
+    "no-support-loss": ("lake2019/addjump-permutation-no-support-loss", 0.0543),
+    "no-attention": ("lake2019/addjump-permutation-no-attention", 0.1032),
+    "standard-seq2seq": ("lake2019/addjump-standard-seq2seq", 0.0003),
+    "augmentation": ("lake2019/addjump-augmentation", 0.9871),
+    "around-right": ("lake2019/around-right", 0.9996),
+    "length": ("lake2019/length", 0.1664),
+}
+
+
+def _lake_tables() -> Sweep:
+    runs = [
+        SweepRun(label, get_preset(preset), {"experiment": label})
+        for label, (preset, _) in LAKE_TABLE.items()
+    ]
+    return Sweep(
+        "Lake 2019, Tables 2-3: meta seq2seq, its lesions and standard seq2seq on SCAN's "
+        "add-jump, around-right and length splits (10,000 episodes each)",
+        tuple(runs),
+        metrics=("test_episodes.accuracy",),
+        x="experiment",
+        paper={label: {"test_episodes.accuracy": v} for label, (_, v) in LAKE_TABLE.items()},
+    )
+
+
+def _lake_mutual_exclusivity() -> Sweep:
+    return Sweep(
+        "Lake 2019, Section 4.2: mutual exclusivity, held-out word-meaning mappings",
+        (
+            SweepRun(
+                "mutual-exclusivity", get_preset("lake2019/mutual-exclusivity"), {"task": "ME"}
+            ),
+        ),
+        metrics=("test.accuracy",),
+        x="task",
+        paper={"mutual-exclusivity": {"test.accuracy": 1.0}},
+    )
+
+
 SWEEPS: dict[str, Sweep] = {
     "schug2024/fig2c-cpu": _fig2c(),
     "schug2024/fig2d-cpu": _fig2d(),
@@ -397,6 +439,8 @@ SWEEPS: dict[str, Sweep] = {
     "schug2024/fig3cd-cpu": _fig3cd(),
     "schug2024/fig3e-cpu": _fig3e(),
     "schug2024/fig3f-cpu": _fig3f(),
+    "lake2019/tables2-3": _lake_tables(),
+    "lake2019/mutual-exclusivity": _lake_mutual_exclusivity(),
 }
 
 

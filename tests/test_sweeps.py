@@ -4,6 +4,7 @@ them; `zoo info`."""
 import csv
 import dataclasses
 import json
+import re
 
 import pytest
 from conftest import make_tiny_config
@@ -138,6 +139,22 @@ def test_every_named_sweep_is_valid():
     for name, sweep in runs.presets.SWEEPS.items():
         runs.sweeps.validate(sweep, seeds=(0,))
         assert len({r.label for r in sweep.runs}) == len(sweep.runs), name
+
+
+def test_the_lake_sweeps_carry_the_numbers_their_presets_quote():
+    """The paper's values drawn in the Lake 2019 figures are those the presets' descriptions
+    cite (e.g. "Table 2, ... (paper: 99.95%)"), and every Lake preset is in a sweep."""
+    swept = set()
+    for name in ("lake2019/tables2-3", "lake2019/mutual-exclusivity"):
+        sweep = runs.presets.SWEEPS[name]
+        for run in sweep.runs:
+            preset = next(p for p, (_, c) in runs.presets.PRESETS.items() if c == run.config)
+            swept.add(preset)
+            quoted = re.search(r"paper: ([0-9.]+)%", runs.presets.PRESETS[preset][0])
+            assert quoted is not None, preset
+            (value,) = sweep.paper[run.label].values()
+            assert value == pytest.approx(float(quoted.group(1)) / 100), preset
+    assert swept == set(runs.presets.LAKE_EXPERIMENTS)
 
 
 @pytest.mark.parametrize(
