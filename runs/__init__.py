@@ -1,4 +1,4 @@
-"""runs: the meta-training engine, configs, CLI, checkpoints and presets of zoo.
+"""runs: the training algorithms, configs, CLI, checkpoints and presets of zoo.
 
     import runs
     model, config, step = runs.load("results/my-run")   # the trained Equinox model
@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .config import TrainConfig
     from .run import build, evaluate, load, read_config, read_metrics, train
+    from .state import TrainState
 
 _LAZY = {
     "TrainConfig": ".config",
+    "TrainState": ".state",
     "build": ".run",
     "evaluate": ".run",
     "load": ".run",
@@ -23,7 +25,7 @@ _LAZY = {
     "train": ".run",
 }
 
-__all__ = ["TrainConfig", "build", "evaluate", "load", "read_config", "read_metrics", "train"]
+__all__ = ["TrainConfig", "TrainState", "build", "evaluate", "load", "read_config", "read_metrics", "train"]
 
 
 def __getattr__(name: str):

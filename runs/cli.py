@@ -179,7 +179,7 @@ class EvalCommand:
 
 
 def _eval(argv: list[str]) -> int:
-    from .run import RunError, build_task, evaluate, identification, load
+    from .run import RunError, build_task, evaluate_all, load
 
     command = tyro.cli(EvalCommand, args=argv, prog="zoo eval")
     try:
@@ -192,8 +192,8 @@ def _eval(argv: list[str]) -> int:
             config, eval=dataclasses.replace(config.eval, tasks=command.tasks)
         )
     task = build_task(config)
-    results = evaluate(model, task, config, inner_steps=command.inner_steps)
-    found = identification(model, task, config, inner_steps=command.inner_steps)
+    results = evaluate_all(model, task, config, inner_steps=command.inner_steps)
+    found = results.pop("identification", {})
     report = {
         "step": step,
         "inner_steps": command.inner_steps,

@@ -68,13 +68,18 @@ class OuterConfig:
     """Outer AdamW weight decay."""
     clip: float = 1.0
     """Global gradient-norm clipping (0 disables it)."""
-    schedule: Literal["constant", "cosine", "step"] = "constant"
-    """Learning-rate schedule: constant, cosine decay to `lr_end` over the run, or `step`:
-    divided by 10 halfway through the run (Lake 2019)."""
+    schedule: Literal["constant", "cosine", "piecewise"] = "constant"
+    """Learning-rate schedule: constant, cosine decay to `lr_end` over the run, or piecewise
+    constant: multiplied by `decay_factor` at each fraction `decay_at` of the run (Lake 2019:
+    divided by 10 halfway)."""
     warmup: int = 0
     """Linear warm-up steps."""
     lr_end: float = 1e-6
     """Final learning rate of the cosine schedule."""
+    decay_at: tuple[float, ...] = (0.5,)
+    """Fractions of the run at which the piecewise schedule multiplies the rate."""
+    decay_factor: float = 0.1
+    """What the piecewise schedule multiplies the rate by at each of `decay_at`."""
     meta_batch: int = 128
     """Tasks per outer step (split evenly over the devices)."""
     max_nonfinite: int = 10
@@ -89,6 +94,11 @@ class OuterConfig:
             raise ValueError(f"outer.clip must be >= 0 (0 disables clipping), got {self.clip}.")
         if self.warmup < 0:
             raise ValueError(f"outer.warmup must be >= 0, got {self.warmup}.")
+        if not all(0 < f < 1 for f in self.decay_at) or self.decay_factor <= 0:
+            raise ValueError(
+                f"outer.decay_at must be fractions of the run in (0, 1) and outer.decay_factor "
+                f"> 0; got {self.decay_at} and {self.decay_factor}."
+            )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,7 +161,10 @@ class RunConfig:
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    """A whole meta-training run: which task, which model, and how to train."""
+    """A whole training run: which task, which model, which algorithm, and how to train.
+
+    `inner` is the inner loop of algorithms that adapt by gradient steps (`bilevel`); `outer`
+    the optimizer of the learned leaves, whatever the algorithm."""
 
     task: Any
     """The task plugin's config (its dataclass names the plugin)."""
@@ -161,6 +174,10 @@ class TrainConfig:
     """Registry name of the task (filled in by the CLI and presets)."""
     model_name: str = ""
     """Registry name of the model."""
+    algorithm_name: str = ""
+    """Training algorithm (`runs.algorithms`); empty: chosen from the kinds of task and model."""
+    algorithm: Any = None
+    """The algorithm's own config (its dataclass); `None`: the algorithm's defaults."""
     inner: InnerConfig = InnerConfig()
     outer: OuterConfig = OuterConfig()
     eval: EvalConfig = EvalConfig()

@@ -1,19 +1,24 @@
 """Runs: train, resume, evaluate and load a run directory.
 
 A run directory holds `config.json` (the whole `TrainConfig`), `metrics.jsonl` (one JSON
-object per line: training metrics per chunk of outer steps, evaluation metrics per pool) and
-`checkpoints/` (Orbax). Everything a run does is fixed by its config: the same config gives
-the same numbers, and a resumed run gives the same numbers as an uninterrupted one.
+object per line: training metrics per chunk of steps, evaluation metrics per pool) and
+`checkpoints/` (Orbax, the whole `TrainState`). Everything a run does is fixed by its config:
+the same config gives the same numbers, and a resumed run gives the same numbers as an
+uninterrupted one.
+
+Training is a short loop over a `TrainState`: the run's algorithm (`runs.algorithms`) takes
+compiled chunks of steps, and hooks `(hook, every)` log metrics, evaluate, checkpoint and show
+progress every so many steps.
 """
 
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import equinox as eqx
-import jax.numpy as jnp
 import jax.random as jr
 import jax.tree_util as jtu
 import numpy as np
@@ -21,20 +26,14 @@ from jaxtyping import PRNGKeyArray
 
 import plugins
 from tasks._base import AbstractTask
-from zoo._base import AbstractInContextLearner, Learner
+from zoo._base import AbstractLearner
 
-from .checkpoint import Checkpoints
+from . import algorithms
+from .algorithms.base import AbstractAlgorithm, train_chunk
+from .checkpoint import Checkpoints, OldCheckpointError
 from .config import TrainConfig, from_dict, to_dict
-from .engine import (
-    Trainer,
-    collect_embeddings,
-    evaluate_pool,
-    exact_match,
-    make_mesh,
-    outer_optimizer,
-    train_chunk,
-)
-from .metrics import linear_decodability, module_alignment
+from .sharding import make_mesh, replicate
+from .state import TrainState
 
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.jsonl"
@@ -51,7 +50,7 @@ class TrainingDiverged(RuntimeError):
 class Loaded(NamedTuple):
     """What `load` gives back."""
 
-    model: Learner
+    model: AbstractLearner
     config: TrainConfig
     step: int
 
@@ -98,7 +97,7 @@ def build_task(config: TrainConfig, key: PRNGKeyArray | None = None) -> Abstract
     return factory(config.task, key=jr.fold_in(key, 0))
 
 
-def build(config: TrainConfig) -> tuple[AbstractTask, Learner]:
+def build(config: TrainConfig) -> tuple[AbstractTask, AbstractLearner]:
     """The task and the freshly initialized model of a run."""
     key = _keys(config.run.seed)[0]
     task = build_task(config, key)
@@ -129,12 +128,23 @@ def read_config(directory: Path) -> TrainConfig:
 
 
 def config_from_dict(data: dict) -> TrainConfig:
-    """The `TrainConfig` of `to_dict(config)`: the task and model settings are rebuilt as the
-    config classes of the registered task and model it names."""
+    """The `TrainConfig` of `to_dict(config)`: the task, model and algorithm settings are
+    rebuilt as the config classes of the registered task and model and of the algorithm it
+    names. Configs saved by older versions are read too (a `"step"` schedule is the piecewise
+    schedule's default; no algorithm means the one chosen from the kinds)."""
+    data = json.loads(json.dumps(data))  # a copy to migrate
+    outer = data.get("outer", {})
+    if outer.get("schedule") == "step":
+        outer["schedule"] = "piecewise"
+    algorithm = data.pop("algorithm", None)
     config = from_dict(TrainConfig, data)
     task_cfg = from_dict(plugins.task_spec(config.task_name).config, data["task"])
     model_cfg = from_dict(plugins.model_spec(config.model_name).config, data["model"])
-    return dataclasses.replace(config, task=task_cfg, model=model_cfg)
+    changes: dict[str, Any] = {"task": task_cfg, "model": model_cfg}
+    if config.algorithm_name:
+        spec = algorithms.get(config.algorithm_name)
+        changes["algorithm"] = from_dict(spec.config, algorithm or {})
+    return dataclasses.replace(config, **changes)
 
 
 def _differences(a: Any, b: Any, prefix: str = "") -> list[str]:
@@ -146,15 +156,48 @@ def _differences(a: Any, b: Any, prefix: str = "") -> list[str]:
     return [] if a == b else [f"{prefix[:-1]}: saved {a!r}, given {b!r}"]
 
 
+def with_algorithm(config: TrainConfig, task: Any, model: Any) -> TrainConfig:
+    """`config` with its algorithm named and configured: the one it names, checked against the
+    kinds of `task` and `model` (concrete or abstract), or the first that accepts them.
+
+    **Raises:** `RunError` if no algorithm fits, or the one named does not."""
+    try:
+        spec = algorithms.choose(task, model, config.algorithm_name)
+    except algorithms.AlgorithmError as error:
+        raise RunError(str(error)) from None
+    settings = spec.config() if config.algorithm is None else config.algorithm
+    if not isinstance(settings, spec.config):
+        raise RunError(
+            f"The algorithm config is a {type(settings).__name__}, but algorithm {spec.name!r} "
+            f"takes a {spec.config.__name__}."
+        )
+    return dataclasses.replace(config, algorithm_name=spec.name, algorithm=settings)
+
+
+def build_algorithm(
+    config: TrainConfig, task: AbstractTask, model: AbstractLearner, devices: int | None = None
+) -> AbstractAlgorithm:
+    """The algorithm of a run, over a mesh of `config.run.devices` devices (or `devices`)."""
+    config = with_algorithm(config, task, model)
+    mesh = make_mesh(config.run.devices if devices is None else devices, config.outer.meta_batch)
+    return algorithms.get(config.algorithm_name).load()(config, task, model, mesh)
+
+
 def prepare(config: TrainConfig, out: Path, resume: bool) -> TrainConfig:
-    """Check everything that can be checked before compiling; return the resolved config."""
+    """Check everything that can be checked before compiling; return the resolved config
+    (plugins and algorithm named)."""
     config = resolve(config)
     try:
         make_mesh(config.run.devices, config.outer.meta_batch)
     except ValueError as error:
         raise RunError(str(error)) from None
     try:  # builds task and model abstractly: their own checks run, nothing is computed
-        eqx.filter_eval_shape(build, config)
+        task, model = eqx.filter_eval_shape(build, config)
+    except ValueError as error:
+        raise RunError(str(error)) from None
+    config = with_algorithm(config, task, model)
+    try:  # the algorithm's own checks (e.g. the model's labels)
+        eqx.filter_eval_shape(lambda t, m: build_algorithm(config, t, m), task, model)
     except ValueError as error:
         raise RunError(str(error)) from None
     out = Path(out)
@@ -164,8 +207,10 @@ def prepare(config: TrainConfig, out: Path, resume: bool) -> TrainConfig:
                 f"{out} already holds a run. Pass --resume to continue it, or choose another --out; "
                 "nothing there was changed."
             )
-        saved = to_dict(read_config(out))
-        given = to_dict(config)
+        saved = read_config(out)
+        if not saved.algorithm_name:  # saved before algorithms were named
+            saved = with_algorithm(saved, task, model)
+        saved, given = to_dict(saved), to_dict(config)
         del saved["run"]["steps"], given["run"]["steps"]
         diff = _differences(saved, given)
         if diff:
@@ -203,176 +248,197 @@ def _truncate_metrics(directory: Path, step: int) -> None:
     (directory / METRICS_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def _floats(tree: dict) -> dict[str, float]:
-    return {k: float(v) for k, v in tree.items()}
-
-
-def evaluate(
-    model: Learner,
+def evaluate_all(
+    model: AbstractLearner,
     task: AbstractTask,
     config: TrainConfig,
     *,
     inner_steps: int | None = None,
     key: PRNGKeyArray | None = None,
 ) -> dict[str, dict[str, float]]:
-    """Query metrics of `model` on every pool of `task` other than `train`: the same tasks and
-    data at every call with the same config (the pool's tasks come from the run's eval key)."""
+    """Every evaluation of the run's algorithm: metrics per pool of `task` other than `train`,
+    plus what the algorithm adds (`identification`, `test_episodes`). The same tasks and data
+    at every call with the same config (they come from the run's eval key).
+
+    `inner_steps` overrides the inner steps at evaluation (`inner.eval_steps`)."""
     key = _keys(config.run.seed)[2] if key is None else key
-    steps = inner_steps if inner_steps is not None else config.inner.eval_steps
-    steps = config.inner.steps if steps is None else steps
-    results = {}
-    for i, pool in enumerate(task.pools()):
-        if pool == "train":
-            continue
-        metrics = evaluate_pool(
-            model,
-            task,
-            jr.fold_in(key, i),
-            pool,
-            config.inner,
-            steps,
-            config.eval.tasks,
-            min(config.eval.batch, config.eval.tasks),
+    if inner_steps is not None:
+        config = dataclasses.replace(
+            config, inner=dataclasses.replace(config.inner, eval_steps=inner_steps)
         )
-        results[pool] = _floats(metrics)
-    episodes = task.test_episodes() if config.eval.test_episodes else []
-    if episodes and isinstance(model, AbstractInContextLearner):
-        scores = [
-            float(
-                exact_match(
-                    model, e.support.x, e.support.y, e.query.x, e.query.y, config.eval.query_batch
-                )
-            )
-            for e in episodes
-        ]
-        results["test_episodes"] = {
-            "accuracy": sum(scores) / len(scores),
-            "accuracy_min": min(scores),
-            "accuracy_max": max(scores),
-            "queries": float(episodes[0].query.x.shape[0]),
-        }
+    algorithm = build_algorithm(config, task, model, devices=1)
+    return algorithm.evaluate(task, model, key, config.eval)
+
+
+def evaluate(
+    model: AbstractLearner,
+    task: AbstractTask,
+    config: TrainConfig,
+    *,
+    inner_steps: int | None = None,
+    key: PRNGKeyArray | None = None,
+) -> dict[str, dict[str, float]]:
+    """Query metrics of `model` on every pool of `task` other than `train` (and the task's
+    fixed test episodes, for in-context learners); see `evaluate_all`."""
+    results = evaluate_all(model, task, config, inner_steps=inner_steps, key=key)
+    results.pop("identification", None)
     return results
 
 
 def identification(
-    model: Learner,
+    model: AbstractLearner,
     task: AbstractTask,
     config: TrainConfig,
     *,
     inner_steps: int | None = None,
     key: PRNGKeyArray | None = None,
 ) -> dict[str, float]:
-    """Identification metrics of `model` (see `runs.metrics`), where the model and task allow:
-
-    - `r2_test`, `r2_ood`: linear decodability of the task latent from the adapted
-      `embedding()`, a ridge decoder fitted on `eval.tasks` training-pool tasks and scored on
-      as many fresh training-pool tasks and on the `ood` pool;
-    - `alignment`: module alignment of `model.modules()` with `task.modules()`, from the
-      inferred codes of the fitting tasks.
-
-    Empty if the model has no embedding."""
-    if model.embedding() is None:
-        return {}
-    key = _keys(config.run.seed)[2] if key is None else key
-    steps = inner_steps if inner_steps is not None else config.inner.eval_steps
-    steps = config.inner.steps if steps is None else steps
-    n, batch = config.eval.tasks, min(config.eval.batch, config.eval.tasks)
-
-    def collect(pool: str, i: int):
-        emb, lat = collect_embeddings(
-            model, task, jr.fold_in(key, 1000 + i), pool, config.inner, steps, n, batch
-        )
-        return emb, lat.reshape(n, -1)
-
-    fit_emb, fit_lat = collect("train", 0)
-    test_emb, test_lat = collect("train", 1)
-    out = {"r2_test": float(linear_decodability(fit_emb, fit_lat, test_emb, test_lat))}
-    if "ood" in task.pools():
-        ood_emb, ood_lat = collect("ood", 2)
-        out["r2_ood"] = float(linear_decodability(fit_emb, fit_lat, ood_emb, ood_lat))
-    teacher, student = task.modules(), model.modules()
-    if teacher is not None and student is not None:
-        out["alignment"] = float(module_alignment(teacher, student, fit_lat, fit_emb))
-    return out
+    """Identification metrics of `model` (`r2_test`, `r2_ood`, `alignment`; see
+    `runs.algorithms.bilevel.Bilevel.identification`); empty if the model is not a
+    `zoo.AbstractIdentifiable`."""
+    found = evaluate_all(model, task, config, inner_steps=inner_steps, key=key)
+    return found.get("identification", {})
 
 
 # --------------------------------------------------------------------------- training
 
 
+Hook = Callable[[int, TrainState, dict[str, np.ndarray]], None]
+"""Called after a chunk of steps as `hook(step, state, metrics)`, with the steps taken, the
+state after them and the chunk's metrics (one value per step)."""
+
+
+def _due(step: int, every: int, total: int) -> bool:
+    return step == total or (every > 0 and step % every == 0)
+
+
+def _divergence_message(
+    bad: int, first_bad_grad: int | None, skipped: int, last_good: int, where: Path
+) -> str:
+    if first_bad_grad is not None and first_bad_grad < bad:
+        cause = (
+            f"The gradient became non-finite first, at step {first_bad_grad}, while the loss "
+            f"was still finite: {skipped} step(s) with a non-finite gradient were skipped "
+            "(up to --outer.max-nonfinite in a row), then the parameters went non-finite. In "
+            "bilevel runs this is usually the second-order gradient through the inner Adam's "
+            "square root at zero (a dead ReLU unit): raise --inner.eps-root (the authors use "
+            "float32 epsilon, 1.2e-7) or pass --inner.mode first-order."
+        )
+    else:
+        cause = (
+            f"The loss itself overflowed ({skipped} step(s) with a non-finite gradient had "
+            "been skipped before it): lower --outer.lr or --inner.lr, or clip gradients harder "
+            "(--outer.clip)."
+        )
+    return (
+        f"The training loss became non-finite at step {bad}; the run stopped. {cause} Its last "
+        f"good checkpoint (step {last_good}) is kept in {where}."
+    )
+
+
 def train(
     config: TrainConfig, out: Path | str, *, resume: bool = False, progress: bool = True
 ) -> Path:
-    """Meta-train as `config` says, writing the run directory `out`.
+    """Train as `config` says, writing the run directory `out`.
 
     With `resume=True` an existing run in `out` continues from its newest readable checkpoint
     (its settings must match `config`, except `run.steps`); an empty `out` starts afresh.
-    Raises `RunError` before compiling anything if the settings cannot work, and
+    Raises `RunError` before compiling anything if the settings cannot work (or if a run to
+    resume has checkpoints and none of them reads: nothing is changed then), and
     `TrainingDiverged` if the loss becomes non-finite (the last good checkpoint stays).
     """
     out = Path(out)
     config = prepare(config, out, resume)
     task, model = build(config)
-    optimizer = outer_optimizer(config.outer, config.run.steps)
-    opt_state = optimizer.init(eqx.filter(model, eqx.is_array))
-    _, train_key, _ = _keys(config.run.seed)
-    trainer = Trainer(
-        task=task,
-        inner=config.inner,
-        optimizer=optimizer,
-        meta_batch=config.outer.meta_batch,
-        mesh=make_mesh(config.run.devices, config.outer.meta_batch),
-    )
+    algorithm = build_algorithm(config, task, model)
+    _, train_key, eval_key = _keys(config.run.seed)
+    state = algorithm.init(task, model, train_key)
     checkpoints = Checkpoints(out, keep=config.run.keep)
-    step = 0
     if (out / CONFIG_FILE).exists():
-        restored = checkpoints.restore(model, opt_state)
-        if restored is not None:
-            step, model, opt_state = restored
-        _truncate_metrics(out, step)
+        if checkpoints.steps():
+            try:
+                restored = checkpoints.restore(state)
+            except OldCheckpointError as error:
+                raise RunError(str(error)) from None
+            if restored is None:
+                raise RunError(
+                    f"--resume: {out} has checkpoints at steps {checkpoints.steps()} but none "
+                    "of them reads (see the warnings above); nothing was changed. Start a new "
+                    "run in another --out."
+                )
+            state = restored
+        _truncate_metrics(out, int(state.step))
     save_config(config, out)
-    if step == 0 and not checkpoints.steps():
-        checkpoints.save(0, model, opt_state, jr.key_data(train_key))
+    if not checkpoints.steps():
+        checkpoints.save(state)
+    state = replicate(state, algorithm.mesh)
 
-    model, opt_state = trainer.replicate((model, opt_state))
-    metrics_path = out / METRICS_FILE
-    total = config.run.steps
-    per_call = config.run.steps_per_call
+    step, total = int(state.step), config.run.steps
     bar = _progress(total, step, progress)
     start = time.perf_counter()
-    last_good = checkpoints.steps()[-1] if checkpoints.steps() else 0
+    rows: list[dict] = []
+
+    def log(step, state, metrics):
+        row = {"step": step, "pool": "train", **_means(metrics)}
+        row["time"] = time.perf_counter() - start
+        rows.append(row)
+
+    def evaluation(step, state, metrics):
+        for pool, values in algorithm.evaluate(task, state.model, eval_key, config.eval).items():
+            rows.append({"step": step, "pool": pool, **values})
+
+    def write(step, state, metrics):
+        _write_metrics(out / METRICS_FILE, rows)
+
+    def checkpoint(step, state, metrics):
+        checkpoints.save(state)
+
+    def show(step, state, metrics):
+        bar.update(step - bar.n)
+        bar.set_postfix(_postfix(rows[0]))
+        rows.clear()
+
+    hooks: list[tuple[Hook, int]] = [
+        (log, 1),
+        (evaluation, config.eval.every),
+        (write, 1),
+        (checkpoint, config.run.checkpoint_every),
+        (show, 1),
+    ]
+    last_good = checkpoints.steps()[-1]
+    per_call = config.run.steps_per_call
+    first_bad_grad, skipped = None, 0
     try:
         while step < total:
             # Chunks end on multiples of steps_per_call, so a resumed run splits alike.
             length = min(per_call - step % per_call, total - step)
-            model, opt_state, metrics = train_chunk(
-                trainer, model, opt_state, train_key, jnp.asarray(step), length
-            )
-            losses = np.asarray(metrics["loss"])
-            if not np.all(np.isfinite(losses)):
-                bad = step + int(np.argmin(np.isfinite(losses)))
+            state, metrics = train_chunk(algorithm, task, state, length)
+            metrics = {k: np.asarray(v) for k, v in metrics.items()}
+            if "grad_finite" in metrics:
+                bad_grads = np.flatnonzero(metrics["grad_finite"] == 0)
+                if bad_grads.size and first_bad_grad is None:
+                    first_bad_grad = step + int(bad_grads[0])
+                skipped += int(bad_grads.size)
+            if not np.all(np.isfinite(metrics["loss"])):
+                bad = step + int(np.argmin(np.isfinite(metrics["loss"])))
                 raise TrainingDiverged(
-                    f"The training loss became non-finite at step {bad}; the run stopped. Its last "
-                    f"good checkpoint (step {last_good}) is kept in {checkpoints.directory}. "
-                    "Lower --outer.lr or --inner.lr, or clip gradients harder (--outer.clip)."
+                    _divergence_message(
+                        bad, first_bad_grad, skipped, last_good, checkpoints.directory
+                    )
                 )
             step += length
-            row = {"step": step, "pool": "train", **_floats(jtu.tree_map(jnp.mean, metrics))}
-            row["time"] = time.perf_counter() - start
-            rows = [row]
-            if (config.eval.every and step % config.eval.every == 0) or step == total:
-                for pool, values in evaluate(model, task, config).items():
-                    rows.append({"step": step, "pool": pool, **values})
-                if found := identification(model, task, config):
-                    rows.append({"step": step, "pool": "identification", **found})
-            _write_metrics(metrics_path, rows)
-            if step % config.run.checkpoint_every == 0 or step == total:
-                checkpoints.save(step, model, opt_state, jr.key_data(train_key))
+            for hook, every in hooks:
+                if _due(step, every, total):
+                    hook(step, state, metrics)
+            if _due(step, config.run.checkpoint_every, total):
                 last_good = step
-            bar.update(length)
-            bar.set_postfix(_postfix(row))
     finally:
         bar.close()
     return out
+
+
+def _means(metrics: dict[str, np.ndarray]) -> dict[str, float]:
+    return {k: float(np.mean(v)) for k, v in metrics.items()}
 
 
 def _postfix(row: dict) -> dict[str, str]:
@@ -383,7 +449,7 @@ def _postfix(row: dict) -> dict[str, str]:
 def _progress(total: int, initial: int, enabled: bool):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, initial=initial, desc="meta-train", unit="step", disable=not enabled)
+    return tqdm(total=total, initial=initial, desc="train", unit="step", disable=not enabled)
 
 
 # --------------------------------------------------------------------------- loading
@@ -404,8 +470,8 @@ def load(directory: Path | str, step: int | None = None) -> Loaded:
         raise RunError(
             f"No checkpoint at step {step} in {directory}; there are {checkpoints.steps()}."
         )
-    restored = checkpoints.restore(model, None, at=step)
+    restored = checkpoints.restore_model(model, at=step)
     if restored is None:
         raise RunError(f"{directory} has no readable checkpoint.")
-    step, model, _ = restored
+    step, model = restored
     return Loaded(model, config, step)

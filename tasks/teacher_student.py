@@ -206,7 +206,7 @@ def _truncated_normal(key: PRNGKeyArray, shape: tuple[int, ...], std: float) -> 
     return jax.random.truncated_normal(key, -2.0, 2.0, shape) * (std / unscaled_std)
 
 
-class TeacherStudent(AbstractTask, strict=True):
+class TeacherStudent(AbstractTask):
     """The multi-task teacher-student task generator (build it with `make`).
 
     Pools: "train", "test", "ood" (when not empty), and "h_{h}" for each h in `config.eval_h` (see the

@@ -51,3 +51,22 @@ def tiny_config() -> TrainConfig:
     """A tiny `TrainConfig`: 4 outer steps, 2 per compiled call, checkpoints and evaluation
     every 2 steps, meta-batch 4, 2 inner steps, 4 evaluation tasks per pool."""
     return make_tiny_config()
+
+
+def bilevel_for(inner: InnerConfig, steps: int | None = None, meta_batch: int = 4, devices: int = 1):
+    """A `Bilevel` algorithm with the inner loop of `inner` (`steps` steps, default
+    `inner.steps`) in training and evaluation, plain AdamW outside, on `devices` devices."""
+    import optax
+
+    from runs.algorithms.bilevel import Bilevel
+    from runs.algorithms.inner import InnerLoop
+    from runs.sharding import make_mesh
+
+    loop = InnerLoop.from_config(inner, steps)
+    return Bilevel(
+        inner=loop,
+        eval_inner=loop,
+        optimizer=optax.adamw(1e-2),
+        meta_batch=meta_batch,
+        mesh=make_mesh(devices, meta_batch),
+    )

@@ -1,6 +1,7 @@
 """The `zoo` command line: listing, usage errors, train / eval / resume, presets, and a
 third-party plugin installed as its own distribution."""
 
+import dataclasses
 import json
 import os
 import pathlib
@@ -12,6 +13,7 @@ import pytest
 from conftest import make_tiny_config
 
 import runs.run
+from runs.algorithms.config import BilevelConfig
 from runs.checkpoint import Checkpoints
 from runs.cli import main, parse_train
 from runs.presets import get_preset
@@ -212,7 +214,9 @@ def test_train_eval_resume(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture
     command = [*TRAIN, "--steps", "4", "--out", str(out), *TINY]
     assert main(command) == 0
     assert f"run saved in {out}" in capsys.readouterr().out
-    assert runs.run.read_config(out) == make_tiny_config(steps=4)
+    assert runs.run.read_config(out) == dataclasses.replace(
+        make_tiny_config(steps=4), algorithm_name="bilevel", algorithm=BilevelConfig()
+    )
     rows = runs.run.read_metrics(out)
     assert [(r["step"], r["pool"]) for r in rows] == [
         (step, pool) for step in (2, 4) for pool in ["train", *POOLS, "identification"]

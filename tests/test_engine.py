@@ -1,4 +1,5 @@
-"""The meta-training engine: sharded outer steps, gradient modes, scanned chunks, meshes."""
+"""The algorithms' engine: sharded steps, scanned chunks, meshes, evaluation, gradient modes,
+the outer optimizer over labels."""
 
 import dataclasses
 
@@ -9,45 +10,39 @@ import jax.random as jr
 import jax.tree_util as jtu
 import numpy as np
 import pytest
-from conftest import make_tiny_config
+from conftest import bilevel_for, make_tiny_config
 
-from runs.engine import (
-    Trainer,
-    episode_loss,
-    evaluate_pool,
-    make_mesh,
-    outer_optimizer,
-    train_chunk,
-)
-from runs.run import build
+from runs.algorithms.base import train_chunk
+from runs.algorithms.episodic import evaluate_pool
+from runs.optim import outer_optimizer
+from runs.run import build, build_algorithm
+from runs.sharding import make_mesh, replicate
 from zoo import linear_hypernet
+from zoo._base import array_labels
 
 META_BATCH = 4
 
 
 @pytest.fixture(scope="module")
 def setup():
-    """Config, task, model, optimizer and optimizer state of the tiny run."""
+    """Config, task and model of the tiny run."""
     config = make_tiny_config()
     task, model = build(config)
-    optimizer = outer_optimizer(config.outer, config.run.steps)
-    opt_state = optimizer.init(eqx.filter(model, eqx.is_array))
-    return config, task, model, optimizer, opt_state
+    return config, task, model
 
 
-def _trainer(setup, devices: int) -> Trainer:
-    config, task, _, optimizer, _ = setup
-    return Trainer(
-        task=task,
-        inner=config.inner,
-        optimizer=optimizer,
-        meta_batch=META_BATCH,
-        mesh=make_mesh(devices, META_BATCH),
-    )
+def _algorithm(setup, devices: int):
+    config, task, model = setup
+    return build_algorithm(config, task, model, devices=devices)
 
 
 def _arrays(tree) -> list[np.ndarray]:
-    return [np.asarray(x) for x in jtu.tree_leaves(eqx.filter(tree, eqx.is_array))]
+    """The array leaves of `tree` (PRNG keys as their data)."""
+    leaves = jtu.tree_leaves(eqx.filter(tree, eqx.is_array))
+    return [
+        np.asarray(jr.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x)
+        for x in leaves
+    ]
 
 
 def _copy(tree):
@@ -56,19 +51,20 @@ def _copy(tree):
 
 
 @eqx.filter_jit
-def _step(trainer: Trainer, model, opt_state, key):
-    return trainer.step(model, opt_state, key)
+def _step(algorithm, task, state):
+    return algorithm.step(task, state)
 
 
 def test_two_devices_take_the_same_step_as_one(setup):
     assert len(jax.devices()) >= 2, "conftest asks XLA for 2 simulated CPU devices"
-    _, _, model, _, opt_state = setup
-    key = jr.key(11)
-    one = _trainer(setup, 1)
-    two = _trainer(setup, 2)
+    _, task, model = setup
+    one = _algorithm(setup, 1)
+    two = _algorithm(setup, 2)
     assert one.mesh.devices.size == 1 and two.mesh.devices.size == 2
-    model1, opt1, metrics1 = _step(one, model, opt_state, key)
-    model2, opt2, metrics2 = _step(two, model, opt_state, key)
+    state = one.init(task, model, jr.key(11))
+    state1, metrics1 = _step(one, task, state)
+    state2, metrics2 = _step(two, task, state)
+    model1 = state1.model
 
     # The step did something: every meta leaf moved, and the fixed-start output bias did not.
     for before, after in zip(
@@ -76,10 +72,11 @@ def test_two_devices_take_the_same_step_as_one(setup):
     ):
         assert not np.allclose(before, after)
     np.testing.assert_array_equal(model1.out_bias, model.out_bias)
+    assert int(state1.step) == int(state2.step) == 1
 
-    for a, b in zip(_arrays((model1, opt1)), _arrays((model2, opt2)), strict=True):
+    for a, b in zip(_arrays(state1), _arrays(state2), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-    assert set(metrics1) == set(metrics2) == {"loss", "accuracy", "grad_norm"}
+    assert set(metrics1) == set(metrics2) == {"loss", "accuracy", "grad_norm", "grad_finite"}
     for name in metrics1:
         np.testing.assert_allclose(metrics1[name], metrics2[name], rtol=1e-5, atol=1e-6)
     assert np.isfinite(float(metrics1["loss"])) and float(metrics1["grad_norm"]) > 0
@@ -96,41 +93,61 @@ def test_make_mesh_errors():
     # By default: the most devices that divide the meta-batch.
     assert make_mesh(None, 4).devices.size == 2
     assert make_mesh(None, 3).devices.size == 1
-    assert make_mesh(1, 3).axis_names == ("tasks",)
+    assert make_mesh(1, 3).axis_names == ("batch",)
 
 
 def test_a_chunk_of_four_equals_two_chunks_of_two(setup):
-    _, _, model, _, opt_state = setup
-    trainer = _trainer(setup, 2)
-    key = jr.key(5)
-    whole = train_chunk(
-        trainer, *trainer.replicate(_copy((model, opt_state))), key, jnp.asarray(0), 4
+    _, task, model = setup
+    algorithm = _algorithm(setup, 2)
+    state = algorithm.init(task, model, jr.key(5))
+    whole, whole_metrics = train_chunk(
+        algorithm, task, replicate(_copy(state), algorithm.mesh), 4
     )
-    half = train_chunk(
-        trainer, *trainer.replicate(_copy((model, opt_state))), key, jnp.asarray(0), 2
-    )
-    halves = train_chunk(trainer, half[0], half[1], key, jnp.asarray(2), 2)
+    half, half_metrics = train_chunk(algorithm, task, replicate(_copy(state), algorithm.mesh), 2)
+    halves, halves_metrics = train_chunk(algorithm, task, half, 2)
 
-    for a, b in zip(_arrays(whole[:2]), _arrays(halves[:2]), strict=True):
+    assert int(whole.step) == int(halves.step) == 4
+    for a, b in zip(_arrays(whole), _arrays(halves), strict=True):
         np.testing.assert_array_equal(a, b)
-    assert set(whole[2]) == {"loss", "accuracy", "grad_norm"}
-    for name, values in whole[2].items():
+    assert set(whole_metrics) == {"loss", "accuracy", "grad_norm", "grad_finite"}
+    for name, values in whole_metrics.items():
         assert values.shape == (4,)
-        np.testing.assert_array_equal(values, np.concatenate([half[2][name], halves[2][name]]))
+        np.testing.assert_array_equal(
+            values, np.concatenate([half_metrics[name], halves_metrics[name]])
+        )
     # Steps draw different tasks: the losses of the 4 steps are not all the same.
-    assert len(set(np.asarray(whole[2]["loss"]).tolist())) == 4
+    assert len(set(np.asarray(whole_metrics["loss"]).tolist())) == 4
     # And the model moved away from its initialization.
-    assert not np.allclose(whole[0].weight_generators[0], model.weight_generators[0])
+    assert not np.allclose(whole.model.weight_generators[0], model.weight_generators[0])
+
+
+def test_the_outer_optimizer_follows_the_labels(setup):
+    """Fast and meta leaves are updated; a leaf labelled fixed never moves, even with weight
+    decay and a non-zero value; unknown labels are an error."""
+    config, _, model = setup
+    model = eqx.tree_at(lambda m: m.out_bias, model, jnp.ones_like(model.out_bias))
+    labels = array_labels(model)
+    rules = {"fast": "update", "meta": "update", "fixed": "freeze"}
+    outer = dataclasses.replace(config.outer, weight_decay=0.5)
+    optimizer = outer_optimizer(outer, 10, labels, rules)
+    assert optimizer is outer_optimizer(outer, 10, labels, rules)  # cached: compiled once
+    params = eqx.filter(model, eqx.is_array)
+    grads = jtu.tree_map(jnp.ones_like, params)
+    updates, _ = optimizer.update(grads, optimizer.init(params), params)
+    np.testing.assert_array_equal(updates.out_bias, np.zeros_like(updates.out_bias))
+    assert all(np.abs(u).min() > 0 for u in _arrays(updates.embeddings))
+    assert all(np.abs(u).min() > 0 for u in _arrays(updates.weight_generators))
+    with pytest.raises(ValueError, match=r"No optimizer rule for the labels \['fixed'\]"):
+        outer_optimizer(outer, 10, labels, {"fast": "update", "meta": "update"})
 
 
 def test_evaluation_does_not_depend_on_the_batch_size(setup):
     """Evaluating 3 tasks 2 at a time (the last batch padded, then dropped) gives the numbers
     of evaluating them all at once."""
-    config, task, model, _, _ = setup
+    config, task, model = setup
+    algorithm = bilevel_for(config.inner, 2)
     key = jr.key(3)
-    results = [
-        evaluate_pool(model, task, key, "ood", config.inner, 2, 3, batch) for batch in (2, 3)
-    ]
+    results = [evaluate_pool(algorithm, task, model, key, "ood", 3, batch) for batch in (2, 3)]
     assert set(results[0]) == {"loss", "accuracy"}
     for name in results[0]:
         np.testing.assert_allclose(results[0][name], results[1][name], rtol=1e-5, atol=1e-6)
@@ -161,7 +178,7 @@ def test_gradient_modes(setup, monkeypatch: pytest.MonkeyPatch):
     reference code), so its gradients are not those of the loss; for the finite-difference
     check the scale is made differentiable (same forward values)."""
     monkeypatch.setattr(linear_hypernet, "normalize_rows", _normalize_rows_with_gradient)
-    config, task, model, _, _ = setup
+    config, task, model = setup
     with jax.enable_x64(True):
         task, model = jtu.tree_map(
             lambda x: x.astype(jnp.float64) if eqx.is_inexact_array(x) else x, (task, model)
@@ -171,9 +188,8 @@ def test_gradient_modes(setup, monkeypatch: pytest.MonkeyPatch):
 
         def mean_loss(model, mode: str):
             inner = dataclasses.replace(config.inner, mode=mode)
-            losses, _ = jax.vmap(lambda key: episode_loss(model, key, task, inner, inner.steps))(
-                keys
-            )
+            algorithm = bilevel_for(inner)
+            losses, _ = jax.vmap(lambda key: algorithm.episode_loss(task, model, key))(keys)
             return losses.mean()
 
         value_and_grad = eqx.filter_jit(eqx.filter_value_and_grad(mean_loss))

@@ -11,11 +11,11 @@ import jax.tree_util as jtu
 import numpy as np
 import optax
 import pytest
-from conftest import TINY_TASK, make_tiny_config
+from conftest import TINY_TASK, bilevel_for, make_tiny_config
 
+from runs.algorithms.inner import InnerLoop
 from runs.config import InnerConfig, OuterConfig, TrainConfig
-from runs.engine import Trainer, adapt, episode_loss, make_mesh, outer_optimizer
-from runs.run import build, read_metrics, train
+from runs.run import build, build_algorithm, read_metrics, train
 from tasks.config import TeacherStudentConfig
 from zoo.config import (
     ANILConfig,
@@ -67,6 +67,14 @@ def _teacher_student_config() -> TrainConfig:
     )
 
 
+def adapt(model, support, task, inner: InnerConfig, steps: int, key=None):
+    return InnerLoop.from_config(inner, steps).adapt(model, support, task.loss, key)
+
+
+def episode_loss(model, key, task, inner: InnerConfig, steps: int):
+    return bilevel_for(inner, steps).episode_loss(task, model, key)
+
+
 def _fast_leaves(model):
     return jtu.tree_leaves(model.partition()[0])
 
@@ -94,16 +102,11 @@ def test_adapt_changes_only_the_fast_leaves_and_lowers_the_support_loss(model_na
 def test_one_outer_step_updates_the_meta_leaves(model_name: str):
     config = _config(model_name)
     task, model = build(config)
-    optimizer = outer_optimizer(OuterConfig(lr=1e-2), 10)
-    opt_state = optimizer.init(eqx.filter(model, eqx.is_array))
-    trainer = Trainer(
-        task=task,
-        inner=config.inner,
-        optimizer=optimizer,
-        meta_batch=4,
-        mesh=make_mesh(1, 4),
-    )
-    new, _, metrics = eqx.filter_jit(trainer.step)(model, opt_state, jr.key(0))
+    config = dataclasses.replace(config, outer=OuterConfig(lr=1e-2, meta_batch=4))
+    algorithm = build_algorithm(config, task, model, devices=1)
+    state, metrics = eqx.filter_jit(algorithm.step)(task, algorithm.init(task, model, jr.key(0)))
+    new = state.model
+    assert int(state.step) == 1 and float(metrics["grad_finite"]) == 1.0
     assert np.isfinite(float(metrics["loss"])) and float(metrics["grad_norm"]) > 0
     # The meta leaves moved; for ANIL and MAML the fast leaves' initialization is meta-learned
     # and moved too.

@@ -20,6 +20,7 @@ import pytest
 from conftest import make_tiny_config
 
 import runs.run
+from runs.algorithms.config import BilevelConfig
 from runs.checkpoint import Checkpoints, CheckpointWarning
 from runs.config import OuterConfig, RunConfig
 from runs.run import RunError, TrainingDiverged, build, build_task, load, read_config, train
@@ -90,9 +91,9 @@ from runs.run import read_config, train
 
 save = runs.checkpoint.Checkpoints.save
 
-def save_then_die(self, step, *args, **kwargs):
-    save(self, step, *args, **kwargs)
-    if step == {step}:
+def save_then_die(self, state):
+    save(self, state)
+    if int(state.step) == {step}:
         os.kill(os.getpid(), signal.SIGKILL)
 
 runs.checkpoint.Checkpoints.save = save_then_die
@@ -272,11 +273,11 @@ def test_non_finite_loss_stops_the_run(monkeypatch: pytest.MonkeyPatch, tmp_path
     calls = []
 
     def second_chunk_diverges(*args, **kwargs):
-        model, opt_state, metrics = real(*args, **kwargs)
+        state, metrics = real(*args, **kwargs)
         calls.append(None)
         if len(calls) >= 2:  # the second step of the second chunk (step 3) goes bad
             metrics = {**metrics, "loss": metrics["loss"].at[1].set(jnp.nan)}
-        return model, opt_state, metrics
+        return state, metrics
 
     monkeypatch.setattr(runs.run, "train_chunk", second_chunk_diverges)
     out = tmp_path / "diverged"
@@ -303,7 +304,75 @@ def test_resuming_a_finished_run_changes_nothing(run_a: pathlib.Path, tmp_path: 
     assert train(CONFIG, out, resume=True, progress=False) == out
     assert _snapshot(out / "checkpoints") == before
     assert (out / "metrics.jsonl").read_text() == rows
-    assert read_config(out) == CONFIG
+    assert read_config(out) == dataclasses.replace(
+        CONFIG, algorithm_name="bilevel", algorithm=BilevelConfig()
+    )
+
+
+def test_resume_refuses_when_no_checkpoint_reads(run_a: pathlib.Path, tmp_path: pathlib.Path):
+    """Checkpoints exist but none reads: resuming stops with a message and changes nothing
+    (it does not restart from step 0 over the run's metrics and checkpoints)."""
+    out = tmp_path / "unreadable"
+    shutil.copytree(run_a, out)
+    for path in (out / "checkpoints").rglob("*"):
+        if path.is_file() and path.parent.name != "checkpoints":
+            path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+    before = _snapshot(out)
+    with pytest.warns(CheckpointWarning), pytest.raises(RunError, match="none of them reads"):
+        train(CONFIG, out, resume=True, progress=False)
+    assert _snapshot(out) == before
+
+
+def test_a_checkpoint_is_a_readable_tree_for_plain_orbax(run_a: pathlib.Path):
+    """Plain Orbax, knowing nothing of zoo, restores the model and train state as trees keyed
+    by field paths."""
+    import orbax.checkpoint as ocp
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = ocp.CheckpointManager(run_a / "checkpoints").restore(STEPS)
+    model = load(run_a).model
+    np.testing.assert_array_equal(tree["model"]["embeddings"]["1"], model.embeddings[1])
+    np.testing.assert_array_equal(tree["model"]["out_bias"], model.out_bias)
+    assert int(tree["train_state"]["step"]) == STEPS
+    assert set(tree["train_state"]) == {"step", "key", "opt_state"}
+
+
+def test_a_run_saved_in_the_old_checkpoint_format_loads_but_does_not_resume(
+    run_a: pathlib.Path, tmp_path: pathlib.Path
+):
+    """Format 1 (anonymous leaf lists in items `model`, `opt_state`, `state`): `load` reads the
+    model; `--resume` says why it cannot continue, and changes nothing."""
+    import orbax.checkpoint as ocp
+
+    out = tmp_path / "old"
+    out.mkdir()
+    shutil.copy(run_a / "config.json", out / "config.json")
+    shutil.copy(run_a / "metrics.jsonl", out / "metrics.jsonl")
+    model = load(run_a).model
+    leaves = [np.asarray(x) for x in _arrays(model)]
+    manager = ocp.CheckpointManager(
+        (out / "checkpoints").absolute(),
+        options=ocp.CheckpointManagerOptions(create=True, enable_async_checkpointing=False),
+    )
+    manager.save(
+        STEPS,
+        args=ocp.args.Composite(
+            model=ocp.args.StandardSave(leaves),  # pyright: ignore[reportCallIssue]
+            opt_state=ocp.args.StandardSave([np.zeros(3)]),  # pyright: ignore[reportCallIssue]
+            state=ocp.args.StandardSave(  # pyright: ignore[reportCallIssue]
+                {"key": np.zeros(2, np.uint32), "step": np.asarray(STEPS, np.int32)}
+            ),
+        ),
+    )
+    manager.wait_until_finished()
+    loaded = load(out)
+    assert loaded.step == STEPS
+    _assert_same_arrays(loaded.model, model)
+    before = _snapshot(out)
+    with pytest.raises(RunError, match="older zoo"):
+        train(CONFIG, out, resume=True, progress=False)
+    assert _snapshot(out) == before
 
 
 # --------------------------------------------------------------------------- errors

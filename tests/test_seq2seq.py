@@ -210,7 +210,7 @@ class _Echo(AbstractInContextLearner):
 
 @pytest.mark.parametrize("batch", [2, 3, 16])
 def test_exact_match_scores_whole_sequences_up_to_eos(batch):
-    from runs.engine import exact_match
+    from runs.algorithms.in_context import exact_match
 
     qx = jnp.array([[3, 4, 2, 0], [5, 2, 0, 0], [3, 3, 2, 0], [6, 2, 0, 0], [7, 7, 7, 2]])
     qy = jnp.array(

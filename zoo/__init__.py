@@ -1,4 +1,4 @@
-"""zoo: typed Equinox meta-learners for compositional generalization.
+"""zoo: typed Equinox learners for compositional generalization.
 
 Submodules are imported on first use, so that `import zoo.config` (done when plugins are
 listed) does not import JAX.
@@ -8,17 +8,46 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._base import AbstractMetaLearner, count_params, param_counts
+    from ._base import (
+        FAST,
+        FIXED,
+        META,
+        SLOW,
+        AbstractIdentifiable,
+        AbstractInContextLearner,
+        AbstractLearner,
+        AbstractMetaLearner,
+        AbstractModular,
+        AbstractSplitForward,
+        Label,
+        array_labels,
+        count_params,
+        param_counts,
+    )
     from .linear_hypernet import LinearHypernet
     from .mlp import ANIL, MAML
     from .nonlinear_hypernet import NonlinearHypernet
     from .seq2seq import MetaSeq2Seq
     from .shallow_hypernet import ShallowHypernet
 
+_BASE = (
+    "FAST",
+    "FIXED",
+    "META",
+    "SLOW",
+    "AbstractIdentifiable",
+    "AbstractInContextLearner",
+    "AbstractLearner",
+    "AbstractMetaLearner",
+    "AbstractModular",
+    "AbstractSplitForward",
+    "Label",
+    "array_labels",
+    "count_params",
+    "param_counts",
+)
 _LAZY = {
-    "AbstractMetaLearner": "._base",
-    "count_params": "._base",
-    "param_counts": "._base",
+    **dict.fromkeys(_BASE, "._base"),
     "LinearHypernet": ".linear_hypernet",
     "NonlinearHypernet": ".nonlinear_hypernet",
     "ANIL": ".mlp",
@@ -29,12 +58,23 @@ _LAZY = {
 
 __all__ = [
     "ANIL",
+    "FAST",
+    "FIXED",
     "MAML",
+    "META",
+    "SLOW",
+    "AbstractIdentifiable",
+    "AbstractInContextLearner",
+    "AbstractLearner",
     "AbstractMetaLearner",
+    "AbstractModular",
+    "AbstractSplitForward",
+    "Label",
     "LinearHypernet",
     "MetaSeq2Seq",
     "NonlinearHypernet",
     "ShallowHypernet",
+    "array_labels",
     "count_params",
     "param_counts",
 ]

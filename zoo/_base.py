@@ -1,7 +1,29 @@
-"""What every meta-learner provides: a forward pass and the split of its leaves into fast
-(adapted per task in the inner loop) and meta (learned across tasks in the outer loop)."""
+"""What every learner provides, in Equinox's abstract-or-final pattern.
+
+The hierarchy has one root, `AbstractLearner`: a model that labels each of its leaves with the
+part it plays in training (`labels()`). Beneath it:
+
+- `AbstractMetaLearner`: a model `x -> prediction` whose `"fast"` leaves adapt per task by
+  gradient steps on a support set (bilevel meta-learning).
+- `AbstractInContextLearner`: a model that reads the support set beside each query and adapts
+  without any weight update (e.g. Lake 2019's meta seq2seq).
+
+Capabilities are abstract marker classes a concrete model inherits beside its kind, never hooks
+that return `None`:
+
+- `AbstractSplitForward`: the forward pass splits into `features` (reads no fast leaf: computed
+  once per task, outside the inner loop) and `predict`.
+- `AbstractIdentifiable`: the model has an inferred task representation, `embedding()` (for the
+  linear decodability of the ground-truth task latent).
+- `AbstractModular`: an identifiable model whose `modules()` line up with a task's ground-truth
+  modules (for module alignment).
+
+Every class here is abstract; concrete models are final (never subclassed). Methods defined here
+are final too: a model implements the abstract ones and overrides nothing else.
+"""
 
 import abc
+from typing import Final, Literal
 
 import equinox as eqx
 import jax
@@ -9,60 +31,65 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
+Label = Literal["fast", "meta", "fixed", "slow"]
+"""The part a leaf plays in training:
 
-class AbstractMetaLearner(eqx.Module):
-    """A model whose fast leaves adapt per task.
+- `"fast"`: adapted per task by the inner loop, from a meta-learned initialization (the value
+  held in the module);
+- `"fixed"`: adapted per task by the inner loop, from a fixed start that is not learned (e.g.
+  an output bias reset to zero for every task);
+- `"meta"`: learned across tasks by the outer loop only;
+- `"slow"`: learned on the slow timescale of a two-timescale algorithm (Meta-RIMs)."""
 
-    The values of the fast leaves held in the module are their meta-learned initialization.
-    Subclasses implement `fast_filter`; models that adapt in context return all `False`.
-    """
+FAST: Final = "fast"
+META: Final = "meta"
+FIXED: Final = "fixed"
+SLOW: Final = "slow"
+LABELS: Final = (FAST, META, FIXED, SLOW)
+_ADAPTED = (FAST, FIXED)
+
+
+class AbstractLearner(eqx.Module):
+    """Any model the zoo trains: an `eqx.Module` (non-array leaves such as activation functions
+    or strings included) that labels its leaves."""
+
+    @abc.abstractmethod
+    def labels(self) -> PyTree[str]:
+        """A pytree with the structure of `self` holding a `Label` at every leaf (non-array
+        leaves included; their label is ignored)."""
+
+    def fast_filter(self) -> PyTree[bool]:
+        """`True` at the floating-point array leaves adapted per task (labelled `"fast"` or
+        `"fixed"`)."""
+        return jtu.tree_map(
+            lambda label, leaf: label in _ADAPTED and _is_param(leaf), checked_labels(self), self
+        )
+
+    def fixed_start_filter(self) -> PyTree[bool]:
+        """`True` at the adapted leaves whose per-task start is fixed (labelled `"fixed"`)."""
+        return jtu.tree_map(
+            lambda label, leaf: label == FIXED and _is_param(leaf), checked_labels(self), self
+        )
+
+    def partition(self) -> tuple[PyTree, PyTree]:
+        """`(fast, rest)` halves of `self` (combine them with `eqx.combine(fast, rest)`)."""
+        fast, rest = eqx.partition(self, self.fast_filter())
+        return fast, rest
+
+
+class AbstractMetaLearner(AbstractLearner):
+    """A model whose `"fast"` (and `"fixed"`) leaves adapt per task by gradient steps on the
+    support loss; the values held in the module are their meta-learned initialization."""
 
     @abc.abstractmethod
     def __call__(self, x: Array) -> Array:
-        """Predictions for a batch of inputs `x` of shape `(n, in_features)`."""
-
-    @abc.abstractmethod
-    def fast_filter(self) -> PyTree[bool]:
-        """A pytree with the structure of `self`: `True` at the leaves that adapt per task."""
-
-    def fixed_start_filter(self) -> PyTree[bool]:
-        """`True` at fast leaves whose per-task starting value is fixed, not meta-learned
-        (e.g. an output bias reset to zero for each task). Default: none."""
-        return jtu.tree_map(lambda _: False, self)
-
-    def features(self, x: Array) -> Array:
-        """The part of the forward pass that reads no fast leaf (e.g. ANIL's body).
-
-        The engine computes it once per task, outside the inner loop, and adapts on
-        `predict(features(x))`; a model must satisfy `self(x) == self.predict(self.features(x))`.
-        Default: the identity (everything depends on fast leaves)."""
-        return x
-
-    def predict(self, features: Array) -> Array:
-        """Predictions from `features(x)`. Default: `self(features)`, which fits the default
-        identity `features`."""
-        return self(features)
-
-    def embedding(self) -> Float[Array, " dim"] | None:
-        """The model's inferred task representation (read after adaptation), for linear
-        decodability of the ground-truth task latent; `None` if the model has none."""
-        return None
-
-    def modules(self) -> Float[Array, "modules ..."] | None:
-        """The model's modules, one per entry of `embedding()`, in the layout of the task's
-        ground-truth modules (for module alignment); `None` if the model has none."""
-        return None
-
-    def partition(self) -> tuple[PyTree, PyTree]:
-        """`(fast, meta)` halves of `self` (combine with `eqx.combine(fast, meta)`)."""
-        fast, meta = eqx.partition(self, self.fast_filter())
-        return fast, meta
+        """Predictions for a batch of inputs `x` of shape `(n, ...)`."""
 
 
-class AbstractInContextLearner(eqx.Module):
+class AbstractInContextLearner(AbstractLearner):
     """A model that adapts in context: it reads the support set beside each query and has no
-    fast leaves (e.g. Lake 2019's meta seq2seq). The engine runs no inner loop for it: the
-    query loss of `self(support, query)` is the outer loss.
+    fast leaves (e.g. Lake 2019's meta seq2seq). The in-context algorithm runs no inner loop
+    for it: the query loss of `self(support, query)` is the training loss.
 
     Inputs and targets are token arrays (`[n, length]`, padded with 0); `__call__` gives the
     predictions for the query targets it is given (e.g. teacher-forced logits).
@@ -87,35 +114,78 @@ class AbstractInContextLearner(eqx.Module):
         """The model's own outputs for the queries, `length` tokens each (greedy, no dropout):
         what exact-match accuracy is scored on."""
 
+    @abc.abstractmethod
     def training_queries(
         self, support_x: Array, support_y: Array, query_x: Array, query_y: Array
     ) -> tuple[Array, Array]:
-        """The queries scored in training (e.g. with the support items added). Default: the
-        episode's queries."""
-        del support_x, support_y
-        return query_x, query_y
+        """The queries scored in training (e.g. the episode's queries with the support items
+        added)."""
 
-    def fast_filter(self) -> PyTree[bool]:
-        """No leaf adapts per task."""
-        return jtu.tree_map(lambda _: False, self)
-
-    def fixed_start_filter(self) -> PyTree[bool]:
-        return jtu.tree_map(lambda _: False, self)
-
-    def embedding(self) -> Float[Array, " dim"] | None:
-        return None
-
-    def modules(self) -> Float[Array, "modules ..."] | None:
-        return None
-
-    def partition(self) -> tuple[PyTree, PyTree]:
-        """`(fast, meta)`: nothing is fast."""
-        fast, meta = eqx.partition(self, self.fast_filter())
-        return fast, meta
+    def labels(self) -> PyTree[str]:
+        """Every leaf is `"meta"`: nothing adapts by gradient steps."""
+        return jtu.tree_map(lambda _: META, self)
 
 
-Learner = AbstractMetaLearner | AbstractInContextLearner
-"""Any model the engine trains."""
+class AbstractSplitForward(eqx.Module):
+    """Capability: the forward pass is `predict(features(x))`, where `features` reads no fast
+    leaf (e.g. ANIL's body), so the inner loop computes it once per task and adapts on
+    `predict` alone. A model must satisfy `self(x) == self.predict(self.features(x))`."""
+
+    @abc.abstractmethod
+    def features(self, x: Array) -> Array:
+        """The part of the forward pass that reads no fast leaf."""
+
+    @abc.abstractmethod
+    def predict(self, features: Array) -> Array:
+        """Predictions from `features(x)`."""
+
+
+class AbstractIdentifiable(eqx.Module):
+    """Capability: the model holds an inferred task representation, read after adaptation, for
+    the linear decodability of the ground-truth task latent."""
+
+    @abc.abstractmethod
+    def embedding(self) -> Float[Array, " dim"]:
+        """The (adapted) task representation, flattened."""
+
+
+class AbstractModular(AbstractIdentifiable):
+    """Capability: an identifiable model whose modules, one per entry of `embedding()`, are laid
+    out like a task's ground-truth modules (for module alignment)."""
+
+    @abc.abstractmethod
+    def modules(self) -> Float[Array, "modules ..."]:
+        """The model's modules, `[modules, ...]`."""
+
+
+def checked_labels(model: AbstractLearner) -> PyTree[str]:
+    """`model.labels()`, checked: the structure of `model`, a known `Label` at every leaf."""
+    labels = model.labels()
+    if jtu.tree_structure(labels) != jtu.tree_structure(model):
+        raise ValueError(
+            f"{type(model).__name__}.labels() must return a pytree with the structure of the "
+            "model (e.g. `jtu.tree_map(lambda _: 'meta', self)` with some leaves replaced by "
+            "`eqx.tree_at`)."
+        )
+    bad = {label for label in jtu.tree_leaves(labels) if label not in LABELS}
+    if bad:
+        raise ValueError(
+            f"{type(model).__name__}.labels() holds unknown labels {sorted(map(str, bad))}; "
+            f"a label is one of {list(LABELS)}."
+        )
+    return labels
+
+
+def array_labels(model: AbstractLearner) -> PyTree[str | None]:
+    """The labels of `model`'s array leaves, `None` at every other leaf: the structure of
+    `eqx.filter(model, eqx.is_array)` (what optimizers see)."""
+    return jtu.tree_map(
+        lambda label, leaf: label if _is_array(leaf) else None, checked_labels(model), model
+    )
+
+
+def _is_array(x) -> bool:
+    return eqx.is_array(x) or isinstance(x, jax.ShapeDtypeStruct)
 
 
 def _is_param(x) -> bool:
@@ -130,10 +200,10 @@ def count_params(tree: PyTree) -> int:
     return int(sum(leaf.size for leaf in leaves))
 
 
-def param_counts(model: AbstractMetaLearner | AbstractInContextLearner) -> dict[str, int]:
+def param_counts(model: AbstractLearner) -> dict[str, int]:
     """`{"meta": ..., "fast": ...}` parameter counts as the papers report them: meta counts the
-    meta-learned values (including fast initializations that are meta-learned), fast counts
-    every leaf that adapts per task."""
+    learned values (meta and slow leaves, and the meta-learned initializations of fast ones),
+    fast counts every leaf that adapts per task."""
     fast, _ = model.partition()
     fixed, _ = eqx.partition(model, model.fixed_start_filter())
     arrays = eqx.filter(model, _is_param)

@@ -25,7 +25,7 @@ import jax.random as jr
 import jax.tree_util as jtu
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
-from ._base import AbstractMetaLearner
+from ._base import FAST, FIXED, META, AbstractIdentifiable, AbstractMetaLearner
 from .config import LinearHypernetConfig
 
 
@@ -54,7 +54,7 @@ def layer_groups(layer_sizes: tuple[int, ...]) -> list[tuple[int, int]]:
     return [(0, 1), (1, num_layers - 2), (num_layers - 1, 1)]
 
 
-class LinearHypernet(AbstractMetaLearner, strict=True):
+class LinearHypernet(AbstractMetaLearner, AbstractIdentifiable):
     """ReLU MLP in NTK parameterization whose weights and biases are linear functions of
     normalized task embeddings.
 
@@ -86,7 +86,7 @@ class LinearHypernet(AbstractMetaLearner, strict=True):
         groups = layer_groups(self.layer_sizes)
         embeddings, weight_generators, bias_generators = [], [], []
         std = 1.0 / math.sqrt(num_templates)
-        for (first, chunks), gkey in zip(groups, jr.split(key, len(groups)), strict=True):
+        for (first, chunks), gkey in zip(groups, jr.split(key, len(groups))):
             fan_in, fan_out = self.layer_sizes[first], self.layer_sizes[first + 1]
             ekey, wkey = jr.split(gkey)
             limit = math.sqrt(3.0 / chunks)
@@ -132,17 +132,15 @@ class LinearHypernet(AbstractMetaLearner, strict=True):
         output bias is not part of it)."""
         return jnp.concatenate([normalize_rows(e) for e in self.embeddings]).reshape(-1)
 
-    def fast_filter(self) -> PyTree[bool]:
-        spec = jtu.tree_map(lambda _: False, self)
+    def labels(self) -> PyTree[str]:
+        """Embeddings fast (meta-learned initialization), the output bias fixed (restarts at
+        zero for every task), the generators meta."""
+        spec = jtu.tree_map(lambda _: META, self)
         return eqx.tree_at(
             lambda m: (m.embeddings, m.out_bias),
             spec,
-            (tuple(True for _ in self.embeddings), True),
+            (tuple(FAST for _ in self.embeddings), FIXED),
         )
-
-    def fixed_start_filter(self) -> PyTree[bool]:
-        spec = jtu.tree_map(lambda _: False, self)
-        return eqx.tree_at(lambda m: m.out_bias, spec, True)
 
 
 def make(

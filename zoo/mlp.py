@@ -19,7 +19,7 @@ import jax.tree_util as jtu
 from equinox import AbstractVar
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
-from ._base import AbstractMetaLearner
+from ._base import FAST, META, AbstractMetaLearner, AbstractSplitForward
 from .config import ANILConfig, MAMLConfig
 from .linear_hypernet import truncated_normal
 
@@ -39,7 +39,7 @@ def init_mlp(
     return weights, biases
 
 
-class AbstractMLPLearner(AbstractMetaLearner, strict=True):
+class AbstractMLPLearner(AbstractMetaLearner):
     """A ReLU MLP `x -> readout(body(x))` with biases in standard parameterization; subclasses
     say which of its leaves are fast.
 
@@ -52,7 +52,7 @@ class AbstractMLPLearner(AbstractMetaLearner, strict=True):
 
     def body(self, x: Float[Array, "n in"]) -> Float[Array, "n hidden"]:
         """The ReLU features of the last hidden layer (every layer but the readout)."""
-        for w, b in zip(self.weights[:-1], self.biases[:-1], strict=True):
+        for w, b in zip(self.weights[:-1], self.biases[:-1]):
             x = jax.nn.relu(x @ w + b)
         return x
 
@@ -64,7 +64,7 @@ class AbstractMLPLearner(AbstractMetaLearner, strict=True):
         return self.readout(self.body(x))
 
 
-class ANIL(AbstractMLPLearner, strict=True):
+class ANIL(AbstractMLPLearner, AbstractSplitForward):
     """ANIL: a ReLU MLP whose body is meta-learned and whose readout (last weight and bias)
     adapts per task from a meta-learned initialization.
 
@@ -99,12 +99,13 @@ class ANIL(AbstractMLPLearner, strict=True):
     def predict(self, features: Float[Array, "n hidden"]) -> Float[Array, "n out"]:
         return self.readout(features)
 
-    def fast_filter(self) -> PyTree[bool]:
-        spec = jtu.tree_map(lambda _: False, self)
-        return eqx.tree_at(lambda m: (m.weights[-1], m.biases[-1]), spec, (True, True))
+    def labels(self) -> PyTree[str]:
+        """The readout (last weight and bias) fast, the body meta."""
+        spec = jtu.tree_map(lambda _: META, self)
+        return eqx.tree_at(lambda m: (m.weights[-1], m.biases[-1]), spec, (FAST, FAST))
 
 
-class MAML(AbstractMLPLearner, strict=True):
+class MAML(AbstractMLPLearner):
     """MAML: a ReLU MLP whose every parameter adapts per task from a meta-learned
     initialization."""
 
@@ -130,8 +131,9 @@ class MAML(AbstractMLPLearner, strict=True):
         sizes = (in_features, *([hidden] * num_hidden), out_features)
         self.weights, self.biases = init_mlp(sizes, key=key)
 
-    def fast_filter(self) -> PyTree[bool]:
-        return jtu.tree_map(lambda _: True, self)
+    def labels(self) -> PyTree[str]:
+        """Every leaf fast."""
+        return jtu.tree_map(lambda _: FAST, self)
 
 
 def make_anil(

@@ -25,12 +25,12 @@ import jax.random as jr
 import jax.tree_util as jtu
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
-from ._base import AbstractMetaLearner
+from ._base import FAST, META, AbstractIdentifiable, AbstractMetaLearner
 from .config import NonlinearHypernetConfig
 from .linear_hypernet import layer_groups, normalize_rows, truncated_normal
 
 
-class MLPGenerator(eqx.Module, strict=True):
+class MLPGenerator(eqx.Module):
     """The generator of one layer group: an MLP from one embedding row to the flattened weight
     and bias of one base-network layer,
     `LayerNorm -> depth x [Linear -> LayerNorm -> ELU] -> Linear (no bias)`."""
@@ -70,12 +70,12 @@ class MLPGenerator(eqx.Module, strict=True):
 
     def __call__(self, e: Float[Array, " T"]) -> Float[Array, " chunk"]:
         h = self.in_norm(e)
-        for linear, norm in zip(self.linears, self.norms, strict=True):
+        for linear, norm in zip(self.linears, self.norms):
             h = jax.nn.elu(norm(linear(h)))
         return h @ self.head
 
 
-class NonlinearHypernet(AbstractMetaLearner, strict=True):
+class NonlinearHypernet(AbstractMetaLearner, AbstractIdentifiable):
     """ReLU MLP in NTK parameterization whose weights and biases are nonlinear functions (MLP
     generators) of normalized task embeddings.
 
@@ -115,7 +115,7 @@ class NonlinearHypernet(AbstractMetaLearner, strict=True):
         self.layer_sizes = (in_features, *([hidden] * num_hidden), out_features)
         groups = layer_groups(self.layer_sizes)
         embeddings, generators = [], []
-        for (first, chunks), gkey in zip(groups, jr.split(key, len(groups)), strict=True):
+        for (first, chunks), gkey in zip(groups, jr.split(key, len(groups))):
             fan_in, fan_out = self.layer_sizes[first], self.layer_sizes[first + 1]
             ekey, wkey = jr.split(gkey)
             # Unit variance over the chunk axis (haiku's VarianceScaling(1, "fan_in", "uniform")).
@@ -161,9 +161,10 @@ class NonlinearHypernet(AbstractMetaLearner, strict=True):
         """The normalized embedding rows of all layer groups, input to output, flattened."""
         return jnp.concatenate([normalize_rows(e) for e in self.embeddings]).reshape(-1)
 
-    def fast_filter(self) -> PyTree[bool]:
-        spec = jtu.tree_map(lambda _: False, self)
-        return eqx.tree_at(lambda m: m.embeddings, spec, tuple(True for _ in self.embeddings))
+    def labels(self) -> PyTree[str]:
+        """Embeddings fast (meta-learned initialization), everything else meta."""
+        spec = jtu.tree_map(lambda _: META, self)
+        return eqx.tree_at(lambda m: m.embeddings, spec, tuple(FAST for _ in self.embeddings))
 
 
 def make(

@@ -27,12 +27,12 @@ import jax.random as jr
 import jax.tree_util as jtu
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
-from ._base import AbstractMetaLearner
+from ._base import FIXED, META, AbstractMetaLearner, AbstractModular
 from .config import ShallowHypernetConfig
 from .linear_hypernet import truncated_normal
 
 
-class ShallowHypernet(AbstractMetaLearner, strict=True):
+class ShallowHypernet(AbstractMetaLearner, AbstractModular):
     """2-layer ReLU MLP whose first layer is `sum_j code[j] * module_weights[j]`, applied
     NTK-style (scaled by `1/sqrt(in)`); no biases."""
 
@@ -65,13 +65,10 @@ class ShallowHypernet(AbstractMetaLearner, strict=True):
         hidden = jax.nn.relu(x @ self.weight() / math.sqrt(self.module_weights.shape[1]))
         return hidden @ self.readout
 
-    def fast_filter(self) -> PyTree[bool]:
-        spec = jtu.tree_map(lambda _: False, self)
-        return eqx.tree_at(lambda m: m.code, spec, True)
-
-    def fixed_start_filter(self) -> PyTree[bool]:
-        spec = jtu.tree_map(lambda _: False, self)
-        return eqx.tree_at(lambda m: m.code, spec, True)
+    def labels(self) -> PyTree[str]:
+        """The code fixed (adapted per task from the same random start), the rest meta."""
+        spec = jtu.tree_map(lambda _: META, self)
+        return eqx.tree_at(lambda m: m.code, spec, FIXED)
 
     def embedding(self) -> Float[Array, " modules"]:
         """The (adapted) task code."""

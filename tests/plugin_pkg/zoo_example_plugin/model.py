@@ -33,9 +33,9 @@ class ExampleANIL(AbstractMetaLearner):
     def __call__(self, x: Float[Array, "n in_features"]) -> Float[Array, "n out_features"]:
         return jax.vmap(lambda xi: self.readout(jnp.tanh(self.hidden(xi))))(x)
 
-    def fast_filter(self) -> PyTree[bool]:
-        no = jtu.tree_map(lambda _: False, self)
-        return eqx.tree_at(lambda m: (m.readout.weight, m.readout.bias), no, replace=(True, True))
+    def labels(self) -> PyTree[str]:
+        meta = jtu.tree_map(lambda _: "meta", self)
+        return eqx.tree_at(lambda m: (m.readout.weight, m.readout.bias), meta, ("fast", "fast"))
 
 
 def make(
