@@ -25,7 +25,16 @@ _LAZY = {
     "train": ".run",
 }
 
-__all__ = ["TrainConfig", "TrainState", "build", "evaluate", "load", "read_config", "read_metrics", "train"]
+__all__ = [
+    "TrainConfig",
+    "TrainState",
+    "build",
+    "evaluate",
+    "load",
+    "read_config",
+    "read_metrics",
+    "train",
+]
 
 
 def __getattr__(name: str):

@@ -82,9 +82,7 @@ def _lookup(tree: dict, path: tuple[str, ...]) -> Any:
 def to_tree(tree: PyTree) -> dict:
     """The array leaves of `tree` as a nested dict keyed by their paths (PRNG keys as their
     key data)."""
-    return _nest(
-        [(p, np.asarray(jr.key_data(x) if _is_key(x) else x)) for p, x in _paths(tree)]
-    )
+    return _nest([(p, np.asarray(jr.key_data(x) if _is_key(x) else x)) for p, x in _paths(tree)])
 
 
 def _abstract_tree(like: PyTree, sharding) -> dict:
@@ -109,7 +107,12 @@ def from_tree(like: PyTree, tree: dict) -> PyTree:
 
 
 def _state_parts(state: TrainState) -> dict:
-    return {"step": state.step, "key": state.key, "opt_state": state.opt_state, "extra": state.extra}
+    return {
+        "step": state.step,
+        "key": state.key,
+        "opt_state": state.opt_state,
+        "extra": state.extra,
+    }
 
 
 def _check_finite(tree: PyTree) -> None:
@@ -214,8 +217,7 @@ class Checkpoints:
     def _restore_old_model(self, like: PyTree, step: int, device) -> PyTree:
         """Format 1: the model's array leaves as a list, in `jtu.tree_leaves` order."""
         abstract = [
-            jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=device)
-            for _, x in _paths(like)
+            jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=device) for _, x in _paths(like)
         ]
         items = {
             "model": ocp.args.StandardRestore(abstract),  # pyright: ignore[reportCallIssue]

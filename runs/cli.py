@@ -22,7 +22,8 @@ from .config import EvalConfig, InnerConfig, OuterConfig, RunConfig, TrainConfig
 USAGE = """usage: zoo COMMAND ...
 
 commands:
-  train TASK MODEL [flags]   meta-train MODEL on TASK (zoo train --help lists tasks and models)
+  train TASK MODEL [flags]   train MODEL on TASK (zoo train --help lists tasks and models);
+                             --algorithm NAME picks the algorithm (default: from the kinds)
   train --preset NAME        meta-train a paper setting (zoo presets lists them; flags override)
   eval DIR                   evaluate a saved run on every evaluation pool of its task
   list                       list the installed models and tasks with their distributions
@@ -35,10 +36,26 @@ commands:
 """
 
 
-def train_command_type(task_spec: Any, model_spec: Any, base: TrainConfig | None = None) -> type:
-    """The dataclass tyro turns into `zoo train TASK MODEL`: the two plugins' configs plus the
-    engine's, with `base`'s values (a preset) or the plugins' defaults as defaults."""
+def train_command_type(
+    task_spec: Any, model_spec: Any, base: TrainConfig | None = None, algorithm: Any = None
+) -> type:
+    """The dataclass tyro turns into `zoo train TASK MODEL`: the two plugins' configs, the
+    algorithm's (`algorithm`, an `AlgorithmSpec`; its fields are the `--algorithm.*` flags) and
+    the engine's, with `base`'s values (a preset) or the defaults as defaults."""
     base = base or TrainConfig(task=task_spec.config(), model=model_spec.config())
+    algorithm_fields = []
+    if algorithm is not None:
+        default = base.algorithm if isinstance(base.algorithm, algorithm.config) else None
+        algorithm_fields.append(
+            (
+                "algorithm",
+                Annotated[
+                    algorithm.config,
+                    tyro.conf.arg(help=f"{algorithm.name}: {algorithm.description}"),
+                ],
+                default if default is not None else algorithm.config(),
+            )
+        )
     fields = [
         (
             "out",
@@ -61,6 +78,7 @@ def train_command_type(task_spec: Any, model_spec: Any, base: TrainConfig | None
             Annotated[model_spec.config, tyro.conf.arg(help=model_spec.description)],
             base.model,
         ),
+        *algorithm_fields,
         ("inner", InnerConfig, base.inner),
         ("outer", OuterConfig, base.outer),
         ("eval", EvalConfig, base.eval),
@@ -81,17 +99,49 @@ def _train_usage() -> str:
     lines += [f"  {e.name:<24} {e.spec.description}" for e in plugins.list_tasks()]
     lines += ["", "models:"]
     lines += [f"  {e.name:<24} {e.spec.description}" for e in plugins.list_models()]
+    from .algorithms import ALGORITHMS
+
+    lines += ["", "algorithms (--algorithm NAME; default: the first that accepts the kinds):"]
+    lines += [f"  {spec.name:<24} {spec.description}" for spec in ALGORITHMS.values()]
     lines += ["", "`zoo train TASK MODEL --help` lists the flags; `zoo presets` the presets."]
     return "\n".join(lines)
 
 
-def _pop_preset(argv: list[str]) -> tuple[str | None, list[str]]:
+def _pop_option(argv: list[str], option: str) -> tuple[str | None, list[str]]:
+    """The value of `--option NAME` (or `--option=NAME`) in `argv`, and `argv` without it."""
     for i, arg in enumerate(argv):
-        if arg == "--preset" and i + 1 < len(argv):
+        if arg == option and i + 1 < len(argv):
             return argv[i + 1], argv[:i] + argv[i + 2 :]
-        if arg.startswith("--preset="):
+        if arg.startswith(f"{option}="):
             return arg.split("=", 1)[1], argv[:i] + argv[i + 1 :]
     return None, argv
+
+
+def _pop_preset(argv: list[str]) -> tuple[str | None, list[str]]:
+    return _pop_option(argv, "--preset")
+
+
+def default_algorithm(task_name: str, model_name: str) -> str:
+    """The algorithm `zoo train TASK MODEL` uses when none is named: the first that accepts
+    the kinds of the task and model (built abstractly from their default configs)."""
+    import equinox as eqx
+
+    from . import algorithms
+    from .run import build, resolve
+
+    config = resolve(
+        TrainConfig(
+            task=plugins.task_spec(task_name).config(),
+            model=plugins.model_spec(model_name).config(),
+            task_name=task_name,
+            model_name=model_name,
+        )
+    )
+    task, model = eqx.filter_eval_shape(build, config)
+    try:
+        return algorithms.choose(task, model).name
+    except algorithms.AlgorithmError as error:
+        raise UsageError(str(error)) from None
 
 
 class UsageError(Exception):
@@ -100,9 +150,11 @@ class UsageError(Exception):
 
 def parse_train(argv: list[str]) -> tuple[TrainConfig, Any]:
     """Parse `zoo train` arguments into a `TrainConfig` and the parsed command."""
+    from . import algorithms
     from .presets import get_preset
 
     preset_name, argv = _pop_preset(argv)
+    algorithm_name, argv = _pop_option(argv, "--algorithm")
     base = None
     if preset_name is not None:
         base = get_preset(preset_name)
@@ -118,7 +170,16 @@ def parse_train(argv: list[str]) -> tuple[TrainConfig, Any]:
         task_spec, model_spec = plugins.task_spec(task_name), plugins.model_spec(model_name)
     except plugins.PluginError as error:
         raise UsageError(str(error)) from None
-    command_type = train_command_type(task_spec, model_spec, base)
+    if algorithm_name is None:
+        if base is not None and base.algorithm_name:
+            algorithm_name = base.algorithm_name
+        else:
+            algorithm_name = default_algorithm(task_name, model_name)
+    try:
+        algorithm = algorithms.get(algorithm_name)
+    except algorithms.AlgorithmError as error:
+        raise UsageError(str(error)) from None
+    command_type = train_command_type(task_spec, model_spec, base, algorithm)
     default = None
     if base is not None and preset_name is not None:
         default = command_type(out=Path("results") / preset_name.replace("/", "-"))  # pyright: ignore[reportCallIssue]
@@ -136,6 +197,8 @@ def parse_train(argv: list[str]) -> tuple[TrainConfig, Any]:
         model=command.model,
         task_name=task_name,
         model_name=model_name,
+        algorithm_name=algorithm.name,
+        algorithm=command.algorithm,
         inner=command.inner,
         outer=command.outer,
         eval=command.eval,
@@ -240,7 +303,7 @@ class InfoCommand:
 def _info(argv: list[str]) -> int:
     import equinox as eqx
 
-    from zoo._base import param_counts
+    from zoo import param_counts
 
     from .presets import get_preset
     from .run import build, resolve

@@ -22,10 +22,11 @@ class InnerConfig:
     """Inner learning rate."""
     weight_decay: float = 1e-4
     """Inner AdamW weight decay."""
-    eps_root: float = 0.0
-    """Added inside Adam's square root (optax's `eps_root`). Second-order gradients through an
-    Adam step are NaN where a fast leaf's gradient is exactly zero (a ReLU unit dead on the
-    support set, as happens in MAML and ANIL); a tiny value such as 1e-12 keeps them finite."""
+    eps_root: float = 1.1920929e-07
+    """Added inside Adam's square root (optax's `eps_root`): float32 machine epsilon, as the
+    authors' optimizer factory sets it for every learner. With 0, second-order gradients
+    through an Adam step are NaN wherever a fast leaf's gradient is exactly zero (a ReLU unit
+    dead on the support set, as happens in MAML and ANIL)."""
     mode: GradientMode = "second-order"
     """How the outer gradient treats the inner loop: backprop through it (`second-order`), drop
     its second-order terms (`first-order`), or treat the adapted fast leaves as constants

@@ -62,13 +62,13 @@ def _learner(model_name: str) -> dict:
     if model_name == "anil":
         return dict(
             model=ANILConfig(hidden=512, num_hidden=3),
-            inner=InnerConfig(steps=100, lr=0.03, weight_decay=1e-4, batch=64, eps_root=1e-12),
+            inner=InnerConfig(steps=100, lr=0.03, weight_decay=1e-4, batch=64),
             outer=OuterConfig(lr=1e-3, weight_decay=1e-4, clip=2.0, meta_batch=128),
         )
     if model_name == "maml":
         return dict(
             model=MAMLConfig(hidden=384, num_hidden=3),
-            inner=InnerConfig(steps=10, lr=0.01, weight_decay=1e-4, eps_root=1e-12),
+            inner=InnerConfig(steps=10, lr=0.01, weight_decay=1e-4),
             outer=OuterConfig(lr=1e-3, weight_decay=1e-4, clip=2.0, meta_batch=128),
         )
     raise ValueError(f"no hyperteacher settings for model {model_name!r}")

@@ -20,7 +20,6 @@ from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax.random as jr
-import jax.tree_util as jtu
 import numpy as np
 from jaxtyping import PRNGKeyArray
 

@@ -27,12 +27,12 @@ import time
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import jax.random as jr
 
-from runs.engine import Trainer, make_mesh, outer_optimizer, train_chunk
+from runs.algorithms.base import train_chunk
 from runs.presets import get_preset
-from runs.run import build
+from runs.run import build, build_algorithm
+from runs.sharding import replicate
 
 PRESET = "schug2024/hyperteacher-compositional-cpu"
 """The setting the reference's 5.9 steps/s was measured on."""
@@ -51,19 +51,17 @@ def matmul_peak(n: int = 1024, repeats: int = 20) -> float:
     return 2 * n**3 / best / 1e9
 
 
-def step_flops(trainer: Trainer, model, opt_state) -> float:
+def step_flops(algorithm, task, state) -> float:
     """FLOPs of one outer step, from XLA's cost analysis of the step with its inner loop
     unrolled (XLA counts the body of a rolled loop once)."""
-    unrolled = dataclasses.replace(trainer.inner, unroll=trainer.inner.steps)
-    trainer = dataclasses.replace(trainer, inner=unrolled)
-    params, static = eqx.partition((model, opt_state), eqx.is_array)
+    unrolled = eqx.tree_at(lambda a: a.inner.adjoint.unroll, algorithm, algorithm.inner.steps)
+    params, static = eqx.partition(state, eqx.is_array)
 
-    def one_step(params, key):
-        model, opt_state = eqx.combine(params, static)
-        out = trainer.step(model, opt_state, key)
+    def one_step(params):
+        out = unrolled.step(task, eqx.combine(params, static))
         return eqx.filter(out, eqx.is_array)
 
-    cost = jax.jit(one_step).lower(params, jr.key(0)).compile().cost_analysis()
+    cost = jax.jit(one_step).lower(params).compile().cost_analysis()
     cost = cost[0] if isinstance(cost, list) else cost
     return float(cost["flops"])
 
@@ -72,7 +70,7 @@ def baseline(config, steps: int, calls: int) -> float:
     """Outer steps/s of the reference's structure (see the module docstring)."""
     import optax
 
-    from runs.engine import inner_optimizer
+    from runs.optim import inner_optimizer
 
     task, model = build(config)
     inner = config.inner
@@ -164,30 +162,19 @@ def main() -> None:
         return
 
     task, model = build(config)
-    optimizer = outer_optimizer(config.outer, config.run.steps)
-    opt_state = optimizer.init(eqx.filter(model, eqx.is_array))
-    trainer = Trainer(
-        task=task,
-        inner=config.inner,
-        optimizer=optimizer,
-        meta_batch=config.outer.meta_batch,
-        mesh=make_mesh(None, config.outer.meta_batch),
-    )
-    key = jr.key(0)
-    model, opt_state = trainer.replicate((model, opt_state))
+    algorithm = build_algorithm(config, task, model)
+    state = replicate(algorithm.init(task, model, jr.key(0)), algorithm.mesh)
     n = args.steps_per_call
-    flops_per_step = step_flops(trainer, model, opt_state)
+    flops_per_step = step_flops(algorithm, task, state)
 
     t0 = time.perf_counter()
-    model, opt_state, metrics = train_chunk(trainer, model, opt_state, key, jnp.asarray(0), n)
+    state, metrics = train_chunk(algorithm, task, state, n)
     jax.block_until_ready(metrics)
     first = time.perf_counter() - t0
     times = []
-    for call in range(1, args.calls + 1):
+    for _ in range(args.calls):
         t = time.perf_counter()
-        model, opt_state, metrics = train_chunk(
-            trainer, model, opt_state, key, jnp.asarray(call * n), n
-        )
+        state, metrics = train_chunk(algorithm, task, state, n)
         jax.block_until_ready(metrics)
         times.append(time.perf_counter() - t)
     steps_per_s = n / (sum(times) / len(times))

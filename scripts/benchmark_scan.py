@@ -28,14 +28,14 @@ REFERENCE = {
 
 
 def measure(experiment: str, steps_per_call: int, calls: int, per_step: int, test: bool) -> dict:
-    import equinox as eqx
     import jax
-    import jax.numpy as jnp
     import jax.random as jr
 
-    from runs.engine import Trainer, exact_match, make_mesh, outer_optimizer, train_chunk
+    from runs.algorithms.base import train_chunk
+    from runs.algorithms.in_context import exact_match
     from runs.presets import get_preset
-    from runs.run import build
+    from runs.run import build, build_algorithm
+    from runs.sharding import replicate
     from zoo._base import AbstractInContextLearner
 
     config = get_preset(f"lake2019/{experiment}")
@@ -43,29 +43,20 @@ def measure(experiment: str, steps_per_call: int, calls: int, per_step: int, tes
         config, outer=dataclasses.replace(config.outer, meta_batch=per_step)
     )
     task, model = build(config)
-    optimizer = outer_optimizer(config.outer, config.run.steps)
-    opt_state = optimizer.init(eqx.filter(model, eqx.is_array))
-    trainer = Trainer(
-        task=task,
-        inner=config.inner,
-        optimizer=optimizer,
-        meta_batch=per_step,
-        mesh=make_mesh(None, per_step),
-    )
-    model, opt_state = trainer.replicate((model, opt_state))
-    key, n = jr.key(0), steps_per_call
+    algorithm = build_algorithm(config, task, model)
+    state = replicate(algorithm.init(task, model, jr.key(0)), algorithm.mesh)
+    n = steps_per_call
     t0 = time.perf_counter()
-    model, opt_state, metrics = train_chunk(trainer, model, opt_state, key, jnp.asarray(0), n)
+    state, metrics = train_chunk(algorithm, task, state, n)
     jax.block_until_ready(metrics)
     first = time.perf_counter() - t0
     times = []
-    for call in range(1, calls + 1):
+    for _ in range(calls):
         t = time.perf_counter()
-        model, opt_state, metrics = train_chunk(
-            trainer, model, opt_state, key, jnp.asarray(call * n), n
-        )
+        state, metrics = train_chunk(algorithm, task, state, n)
         jax.block_until_ready(metrics)
         times.append(time.perf_counter() - t)
+    model = state.model
     train_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     episodes_per_s = n * per_step / (sum(times) / len(times))
     figures = {

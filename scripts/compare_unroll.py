@@ -11,14 +11,13 @@ import dataclasses
 import statistics
 import time
 
-import equinox as eqx
 import jax
-import jax.numpy as jnp
 import jax.random as jr
 
-from runs.engine import Trainer, make_mesh, outer_optimizer, train_chunk
+from runs.algorithms.base import train_chunk
 from runs.presets import get_preset
-from runs.run import build
+from runs.run import build, build_algorithm
+from runs.sharding import replicate
 
 
 def main() -> None:
@@ -34,31 +33,19 @@ def main() -> None:
     for unroll in args.unroll:
         config = dataclasses.replace(base, inner=dataclasses.replace(base.inner, unroll=unroll))
         task, model = build(config)
-        optimizer = outer_optimizer(config.outer, config.run.steps)
-        trainer = Trainer(
-            task=task,
-            inner=config.inner,
-            optimizer=optimizer,
-            meta_batch=config.outer.meta_batch,
-            mesh=make_mesh(None, config.outer.meta_batch),
-        )
-        opt_state = optimizer.init(eqx.filter(model, eqx.is_array))
-        model, opt_state = trainer.replicate((model, opt_state))
-        model, opt_state, metrics = train_chunk(
-            trainer, model, opt_state, jr.key(0), jnp.asarray(0), n
-        )
+        algorithm = build_algorithm(config, task, model)
+        state = replicate(algorithm.init(task, model, jr.key(0)), algorithm.mesh)
+        state, metrics = train_chunk(algorithm, task, state, n)
         jax.block_until_ready(metrics)  # compiled
-        variants[unroll] = [trainer, model, opt_state, []]
-    for call in range(1, args.calls + 1):
+        variants[unroll] = [algorithm, task, state, []]
+    for _ in range(args.calls):
         for variant in variants.values():
-            trainer, model, opt_state, times = variant
+            algorithm, task, state, times = variant
             start = time.perf_counter()
-            model, opt_state, metrics = train_chunk(
-                trainer, model, opt_state, jr.key(0), jnp.asarray(call * n), n
-            )
+            state, metrics = train_chunk(algorithm, task, state, n)
             jax.block_until_ready(metrics)
             times.append(time.perf_counter() - start)
-            variant[1], variant[2] = model, opt_state
+            variant[2] = state
     for unroll, (*_, times) in variants.items():
         best, median = n / min(times), n / statistics.median(times)
         print(f"unroll {unroll}: best {best:6.2f} steps/s, median {median:6.2f} steps/s")

@@ -9,6 +9,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import pathlib
 import sys
 import tempfile
 
@@ -55,7 +56,7 @@ def fingerprint(name: str) -> dict:
 
 def main(argv: list[str]) -> int:
     if argv and argv[0] == "--compare":
-        a, b = (json.loads(open(p).read()) for p in argv[1:3])
+        a, b = (json.loads(pathlib.Path(p).read_text()) for p in argv[1:3])
         same = True
         for name in sorted(set(a) | set(b)):
             ok = a.get(name, {}).get("sha256") == b.get(name, {}).get("sha256")

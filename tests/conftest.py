@@ -53,7 +53,9 @@ def tiny_config() -> TrainConfig:
     return make_tiny_config()
 
 
-def bilevel_for(inner: InnerConfig, steps: int | None = None, meta_batch: int = 4, devices: int = 1):
+def bilevel_for(
+    inner: InnerConfig, steps: int | None = None, meta_batch: int = 4, devices: int = 1
+):
     """A `Bilevel` algorithm with the inner loop of `inner` (`steps` steps, default
     `inner.steps`) in training and evaluation, plain AdamW outside, on `devices` devices."""
     import optax

@@ -100,9 +100,7 @@ def test_a_chunk_of_four_equals_two_chunks_of_two(setup):
     _, task, model = setup
     algorithm = _algorithm(setup, 2)
     state = algorithm.init(task, model, jr.key(5))
-    whole, whole_metrics = train_chunk(
-        algorithm, task, replicate(_copy(state), algorithm.mesh), 4
-    )
+    whole, whole_metrics = train_chunk(algorithm, task, replicate(_copy(state), algorithm.mesh), 4)
     half, half_metrics = train_chunk(algorithm, task, replicate(_copy(state), algorithm.mesh), 2)
     halves, halves_metrics = train_chunk(algorithm, task, half, 2)
 

@@ -32,6 +32,8 @@ STEPS = 6
 # Checkpoints at 0, 2, 4, 6; evaluation only at the end (a killed run never compiles it).
 CONFIG = make_tiny_config(steps=STEPS, eval_every=0)
 EVAL_POOLS = {"test", "ood", "ood_1", "ood_2"}
+# As saved: the algorithm chosen from the kinds of task and model is named.
+SAVED = dataclasses.replace(CONFIG, algorithm_name="bilevel", algorithm=BilevelConfig())
 
 
 def _arrays(tree) -> list[np.ndarray]:
@@ -136,7 +138,7 @@ def run_a(killed_run, tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
 
 def test_run_directory(run_a: pathlib.Path):
     assert (run_a / "config.json").is_file() and (run_a / "metrics.jsonl").is_file()
-    assert read_config(run_a) == CONFIG
+    assert read_config(run_a) == SAVED
     assert Checkpoints(run_a).steps() == [0, 2, 4, 6]
 
     rows = runs.run.read_metrics(run_a)
@@ -164,7 +166,7 @@ def test_load(run_a: pathlib.Path):
         first = load(run_a, step=0)
         middle = load(run_a, step=4)
     assert isinstance(loaded.model, LinearHypernet)
-    assert loaded.step == STEPS and loaded.config == CONFIG
+    assert loaded.step == STEPS and loaded.config == SAVED
     # Step 0 holds the initialization, which the run's seed rebuilds exactly.
     _, initial = build(CONFIG)
     assert first.step == 0
@@ -304,9 +306,7 @@ def test_resuming_a_finished_run_changes_nothing(run_a: pathlib.Path, tmp_path: 
     assert train(CONFIG, out, resume=True, progress=False) == out
     assert _snapshot(out / "checkpoints") == before
     assert (out / "metrics.jsonl").read_text() == rows
-    assert read_config(out) == dataclasses.replace(
-        CONFIG, algorithm_name="bilevel", algorithm=BilevelConfig()
-    )
+    assert read_config(out) == SAVED
 
 
 def test_resume_refuses_when_no_checkpoint_reads(run_a: pathlib.Path, tmp_path: pathlib.Path):

@@ -186,7 +186,7 @@ def test_meta_seq2seq_trains_in_context_through_the_engine(tmp_path):
         task_name="mutual-exclusivity",
         model_name="meta-seq2seq",
         inner=InnerConfig(steps=0),
-        outer=OuterConfig(lr=1e-2, weight_decay=0.0, clip=50.0, meta_batch=4, schedule="step"),
+        outer=OuterConfig(lr=1e-2, weight_decay=0.0, clip=50.0, meta_batch=4, schedule="piecewise"),
         eval=EvalConfig(every=0, tasks=8, batch=8),
         run=RunConfig(steps=40, steps_per_call=20, checkpoint_every=20),
     )
@@ -206,6 +206,9 @@ class _Echo(AbstractInContextLearner):
 
     def generate(self, support_x, support_y, query_x, length):
         return jnp.pad(query_x, ((0, 0), (0, length - query_x.shape[1])))
+
+    def training_queries(self, support_x, support_y, query_x, query_y):
+        return query_x, query_y
 
 
 @pytest.mark.parametrize("batch", [2, 3, 16])

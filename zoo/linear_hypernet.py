@@ -86,7 +86,7 @@ class LinearHypernet(AbstractMetaLearner, AbstractIdentifiable):
         groups = layer_groups(self.layer_sizes)
         embeddings, weight_generators, bias_generators = [], [], []
         std = 1.0 / math.sqrt(num_templates)
-        for (first, chunks), gkey in zip(groups, jr.split(key, len(groups))):
+        for (first, chunks), gkey in zip(groups, jr.split(key, len(groups)), strict=True):
             fan_in, fan_out = self.layer_sizes[first], self.layer_sizes[first + 1]
             ekey, wkey = jr.split(gkey)
             limit = math.sqrt(3.0 / chunks)

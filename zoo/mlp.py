@@ -52,7 +52,7 @@ class AbstractMLPLearner(AbstractMetaLearner):
 
     def body(self, x: Float[Array, "n in"]) -> Float[Array, "n hidden"]:
         """The ReLU features of the last hidden layer (every layer but the readout)."""
-        for w, b in zip(self.weights[:-1], self.biases[:-1]):
+        for w, b in zip(self.weights[:-1], self.biases[:-1], strict=True):
             x = jax.nn.relu(x @ w + b)
         return x
 

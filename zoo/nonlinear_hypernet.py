@@ -70,7 +70,7 @@ class MLPGenerator(eqx.Module):
 
     def __call__(self, e: Float[Array, " T"]) -> Float[Array, " chunk"]:
         h = self.in_norm(e)
-        for linear, norm in zip(self.linears, self.norms):
+        for linear, norm in zip(self.linears, self.norms, strict=True):
             h = jax.nn.elu(norm(linear(h)))
         return h @ self.head
 
@@ -115,7 +115,7 @@ class NonlinearHypernet(AbstractMetaLearner, AbstractIdentifiable):
         self.layer_sizes = (in_features, *([hidden] * num_hidden), out_features)
         groups = layer_groups(self.layer_sizes)
         embeddings, generators = [], []
-        for (first, chunks), gkey in zip(groups, jr.split(key, len(groups))):
+        for (first, chunks), gkey in zip(groups, jr.split(key, len(groups)), strict=True):
             fan_in, fan_out = self.layer_sizes[first], self.layer_sizes[first + 1]
             ekey, wkey = jr.split(gkey)
             # Unit variance over the chunk axis (haiku's VarianceScaling(1, "fan_in", "uniform")).

@@ -33,7 +33,7 @@ class AbstractAlgorithm(eqx.Module):
         why not, in a sentence."""
         for what, obj, kind in (("task", task, cls.task_kind), ("model", model, cls.model_kind)):
             if not isinstance(obj, kind):
-                return f"its {what} must be a {kind.__name__}, and {type(obj).__name__} is not"
+                return f"its {what} must be a {kind.__name__}; {type(obj).__name__} is not one"
         return None
 
     @abc.abstractmethod

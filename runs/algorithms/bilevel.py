@@ -101,7 +101,9 @@ class Bilevel(AbstractEpisodic):
         n, batch = settings.tasks, min(settings.batch, settings.tasks)
 
         def collect(pool: str, i: int):
-            emb, lat = collect_embeddings(self, task, model, jr.fold_in(key, 1000 + i), pool, n, batch)
+            emb, lat = collect_embeddings(
+                self, task, model, jr.fold_in(key, 1000 + i), pool, n, batch
+            )
             return emb, lat.reshape(n, -1)
 
         fit_emb, fit_lat = collect("train", 0)
@@ -152,9 +154,7 @@ def make(
         eval_inner=InnerLoop.from_config(
             config.inner, steps=config.inner.steps if eval_steps is None else eval_steps
         ),
-        optimizer=outer_optimizer(
-            config.outer, config.run.steps, array_labels(model), OUTER_RULES
-        ),
+        optimizer=outer_optimizer(config.outer, config.run.steps, array_labels(model), OUTER_RULES),
         meta_batch=config.outer.meta_batch,
         mesh=mesh,
     )

@@ -112,9 +112,7 @@ def make(
     from zoo._base import array_labels
 
     return InContext(
-        optimizer=outer_optimizer(
-            config.outer, config.run.steps, array_labels(model), OUTER_RULES
-        ),
+        optimizer=outer_optimizer(config.outer, config.run.steps, array_labels(model), OUTER_RULES),
         meta_batch=config.outer.meta_batch,
         mesh=mesh,
     )

@@ -24,3 +24,19 @@ class ExampleRegressionConfig:
     rest the `"test"` pool."""
     shots: int = 8
     """Number of examples in the support set, and in the query set, of one episode."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ExampleActivationMLPConfig:
+    """Config of the `example-activation-mlp` model."""
+
+    hidden: int = 16
+    """Width of the hidden layer."""
+    activation: str = "tanh"
+    """Activation of the body: `tanh`, `gelu` or `relu`."""
+
+    def __post_init__(self):
+        if self.activation not in ("tanh", "gelu", "relu"):
+            raise ValueError(
+                f"model.activation must be tanh, gelu or relu, got {self.activation!r}."
+            )

@@ -2,13 +2,20 @@
 
 from plugins import ModelSpec, TaskSpec
 
-from .config import ExampleANILConfig, ExampleRegressionConfig
+from .config import ExampleActivationMLPConfig, ExampleANILConfig, ExampleRegressionConfig
 
 example_anil = ModelSpec(
     name="example-anil",
     config=ExampleANILConfig,
     factory="zoo_example_plugin.model:make",
     description="Example plugin: 1-hidden-layer tanh MLP whose readout adapts per task (ANIL).",
+)
+
+example_activation_mlp = ModelSpec(
+    name="example-activation-mlp",
+    config=ExampleActivationMLPConfig,
+    factory="zoo_example_plugin.activation_mlp:make",
+    description="Example plugin: eqx.nn.MLP body (an activation-function leaf) and a fast readout.",
 )
 
 example_regression = TaskSpec(
