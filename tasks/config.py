@@ -17,8 +17,9 @@ class HyperteacherConfig:
     """The hyperteacher of Schug et al. 2024 (Section 4.1, Appendix C.2).
 
     A fixed random teacher MLP whose two hidden layers are generated, by one linear map, from a
-    task code: per layer, a unit-norm mask of 1..K of M modules. Training and out-of-distribution
-    (OOD) tasks are fixed by `split` and `split_seed`; the teacher by the factory's key.
+    task code: per layer, a raw 0/1 mask of 1..K of M modules (not normalized). Training and
+    out-of-distribution (OOD) tasks are fixed by `split` and `split_seed`; the teacher by the
+    factory's key.
     """
 
     num_modules: int = 8

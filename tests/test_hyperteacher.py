@@ -164,7 +164,7 @@ def test_pools(tiny):
         codes = tiny.pool_codes(f"ood_{h}")
         masks = np.asarray(codes > 0, np.int32)
         assert (masks.sum(-1) == h).all()
-        np.testing.assert_allclose(np.linalg.norm(codes, axis=-1), 1.0, rtol=1e-6)
+        np.testing.assert_array_equal(codes, masks)  # raw 0/1 codes, not normalized
         assert not _as_set(masks) & train
         if h <= 2:
             assert _as_set(masks) <= ood
@@ -187,6 +187,32 @@ def test_large_h_pool_is_random_and_capped():
     codes = np.asarray(task.pool_codes("ood_4"))
     assert codes.shape == (512, 2, 8)
     assert ((codes > 0).sum(-1) == 4).all()
+    assert set(np.unique(codes)) == {0.0, 1.0}  # raw 0/1 codes, not divided by sqrt(h)
+
+
+def test_codes_are_raw_k_hot(tiny):
+    """Task codes are the raw 0/1 masks (the reference code), not normalized per layer: a
+    layer with 2 active modules gets the plain SUM of the two modules' generated weights."""
+    for pool in tiny.pools():
+        codes = np.asarray(tiny.pool_codes(pool))
+        np.testing.assert_array_equal(codes, (codes > 0).astype(np.float32))
+    m = TINY.num_modules
+
+    def module(layer: int, j: int) -> jnp.ndarray:
+        one_hot = jnp.zeros((2, m)).at[layer, j].set(1.0)
+        return tiny.hidden_weights(one_hot)
+
+    codes = np.asarray(tiny.pool_codes("train"))
+    counts = codes.sum(-1)
+    # A training task with 2 modules in one layer and 1 in the other (where normalization
+    # would scale the two layers differently).
+    index = int(np.flatnonzero((counts[:, 0] == 2) & (counts[:, 1] == 1))[0])
+    code = codes[index]
+    expected = sum(module(layer, j) for layer, j in zip(*np.nonzero(code), strict=True))
+    np.testing.assert_allclose(tiny.hidden_weights(jnp.asarray(code)), expected, rtol=1e-5)
+    # The sampled latent is that same code: the episode's targets come from it.
+    latents = jax.vmap(tiny.sample)(jax.random.split(jax.random.key(7), 64)).latent
+    assert set(np.unique(np.asarray(latents))) == {0.0, 1.0}
 
 
 # ------------------------------------------------------------------------------------ episodes
@@ -207,7 +233,7 @@ def test_sample_jit_vmap_shapes(tiny, pool):
         np.testing.assert_allclose(y.sum(-1), 1.0, rtol=1e-5)
     assert (jnp.abs(episodes.support.x) <= 1).all()
     latent = np.asarray(episodes.latent).reshape(4, 2, 4)
-    np.testing.assert_allclose(np.linalg.norm(latent, axis=-1), 1.0, rtol=1e-6)
+    assert set(np.unique(latent)) <= {0.0, 1.0}  # the raw 0/1 code the teacher uses
     pool_set = _as_set(np.asarray(tiny.pool_codes(pool) > 0, np.int32))
     assert _as_set(np.asarray(latent > 0, np.int32)) <= pool_set
 
