@@ -78,9 +78,20 @@ def _check_call(
 @dataclasses.dataclass(frozen=True)
 class ModelSpec(Spec):
     """A registered model. Its factory is called as
-    `factory(config, *, in_features: int, out_features: int, key) -> AbstractMetaLearner`."""
+    `factory(config, *, io: zoo.IOSpec, key) -> AbstractMetaLearner`, where `io` is the
+    `io` of the task the model will learn (shapes, dtypes and vocabularies of its data)."""
+
+    def check_factory(self, factory: Callable[..., Any]) -> None:
+        """Raise a `TypeError` if `factory` cannot be called as
+        `factory(config, *, io: IOSpec, key)` (e.g. a factory written for the older
+        `factory(config, *, in_features, out_features, key)`)."""
+        _check_call(self, factory, "factory(config, *, io: zoo.IOSpec, key)", ("io", "key"))
 
 
 @dataclasses.dataclass(frozen=True)
 class TaskSpec(Spec):
     """A registered task. Its factory is called as `factory(config, *, key) -> AbstractTask`."""
+
+    def check_factory(self, factory: Callable[..., Any]) -> None:
+        """Raise a `TypeError` if `factory` cannot be called as `factory(config, *, key)`."""
+        _check_call(self, factory, "factory(config, *, key)", ("key",))

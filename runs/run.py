@@ -103,12 +103,7 @@ def build(config: TrainConfig) -> tuple[AbstractTask, Learner]:
     key = _keys(config.run.seed)[0]
     task = build_task(config, key)
     factory = plugins.model_spec(config.model_name).load()
-    model = factory(
-        config.model,
-        in_features=task.in_features,
-        out_features=task.out_features,
-        key=jr.fold_in(key, 1),
-    )
+    model = factory(config.model, io=task.io, key=jr.fold_in(key, 1))
     return task, model
 
 

@@ -69,12 +69,7 @@ def test_builds_task_and_model():
     model_spec = plugins.model_spec("example-anil")
     task_key, model_key, sample_key = jr.split(jr.key(0), 3)
     task = task_spec.load()(task_spec.config(), key=task_key)
-    model = model_spec.load()(
-        model_spec.config(hidden=8),
-        in_features=task.in_features,
-        out_features=task.out_features,
-        key=model_key,
-    )
+    model = model_spec.load()(model_spec.config(hidden=8), io=task.io, key=model_key)
     assert task.pools() == ("train", "test")
 
     sample = jax.jit(jax.vmap(lambda key: task.sample(key, "test")))
@@ -201,6 +196,26 @@ def test_a_new_kind_is_one_table_entry(tmp_path: pathlib.Path, monkeypatch):
     ]
 
 
+def test_a_factory_of_the_old_signature_is_refused(tmp_path: pathlib.Path, monkeypatch):
+    (tmp_path / "zoo_old_factory.py").write_text(
+        "def make(config, *, in_features, out_features, key):\n    return None\n"
+        "def make_task(config, *, key):\n    return None\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "zoo_old_factory", raising=False)
+    old = plugins.ModelSpec(name="old", config=dict, factory="zoo_old_factory:make")
+    with pytest.raises(TypeError) as info:
+        old.load()
+    message = str(info.value)
+    assert "`make(config, *, in_features, out_features, key)`" in message
+    assert "`factory(config, *, io: zoo.IOSpec, key)`" in message
+    task = plugins.TaskSpec(name="old-task", config=dict, factory="zoo_old_factory:make_task")
+    assert task.load() is sys.modules["zoo_old_factory"].make_task
+    wrong = plugins.TaskSpec(name="wrong", config=dict, factory="zoo_old_factory:make")
+    with pytest.raises(TypeError, match=r"`factory\(config, \*, key\)`"):
+        wrong.load()
+
+
 def test_broken_plugins_are_reported_and_skipped(tmp_path: pathlib.Path, monkeypatch):
     info = tmp_path / "zoo_broken_plugin-0.1.dist-info"
     info.mkdir()
@@ -255,6 +270,8 @@ def test_listing_imports_no_model_code(plugin_path: pathlib.Path):
         assert [e.name for e in plugins.list_tasks()] == ["example-regression"]
         assert plugins.failed_plugins() == []
         plugins.format_listing()
+        import zoo
+        zoo.IOSpec.vectors(4, 1)
         imported = {"jax", "equinox", "zoo_example_plugin.model", "zoo_example_plugin.task"}
         assert not imported & set(sys.modules), imported & set(sys.modules)
         """

@@ -1,14 +1,22 @@
 """zoo: typed Equinox meta-learners for compositional generalization.
 
 Submodules are imported on first use, so that `import zoo.config` (done when plugins are
-listed) does not import JAX.
+listed) does not import JAX. `IOSpec` is imported at once: its module imports no JAX.
 """
 
 import importlib
 from typing import TYPE_CHECKING
 
+from .io import IOSpec
+
 if TYPE_CHECKING:
-    from ._base import AbstractMetaLearner, count_params, param_counts
+    from ._base import (
+        AbstractInContextLearner,
+        AbstractMetaLearner,
+        Learner,
+        count_params,
+        param_counts,
+    )
     from .linear_hypernet import LinearHypernet
     from .mlp import ANIL, MAML
     from .nonlinear_hypernet import NonlinearHypernet
@@ -16,7 +24,9 @@ if TYPE_CHECKING:
     from .shallow_hypernet import ShallowHypernet
 
 _LAZY = {
+    "AbstractInContextLearner": "._base",
     "AbstractMetaLearner": "._base",
+    "Learner": "._base",
     "count_params": "._base",
     "param_counts": "._base",
     "LinearHypernet": ".linear_hypernet",
@@ -30,7 +40,10 @@ _LAZY = {
 __all__ = [
     "ANIL",
     "MAML",
+    "AbstractInContextLearner",
     "AbstractMetaLearner",
+    "IOSpec",
+    "Learner",
     "LinearHypernet",
     "MetaSeq2Seq",
     "NonlinearHypernet",
