@@ -240,7 +240,7 @@ class InfoCommand:
 def _info(argv: list[str]) -> int:
     import equinox as eqx
 
-    from zoo._base import param_counts
+    from zoo import param_counts
 
     from .presets import get_preset
     from .run import build, resolve
