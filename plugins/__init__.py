@@ -1,39 +1,51 @@
 """The plugin registry.
 
-Models and tasks are found through the entry-point groups `zoo.models` and `zoo.tasks`
-(built-in ones included), or added at run time with `register`. Each is described by a light
-spec (`ModelSpec`, `TaskSpec`) whose factory is imported only when the plugin is built.
+Plugins of each kind in `KINDS` (models and tasks) are found through the kind's entry-point
+group (`zoo.models`, `zoo.tasks`; built-in ones included), or added at run time with
+`register`. Each is described by a light spec (`ModelSpec`, `TaskSpec`) whose factory is
+imported only when the plugin is built.
 """
 
 from ._registry import (
+    KINDS,
     AmbiguousPluginError,
     Entry,
     FailedPlugin,
+    Kind,
     PluginError,
     UnknownPluginError,
+    entries,
     failed_plugins,
     format_listing,
     list_models,
     list_tasks,
     model_spec,
     register,
+    reset,
+    spec,
     task_spec,
 )
-from ._spec import ModelSpec, TaskSpec
+from ._spec import ModelSpec, Spec, TaskSpec
 
 __all__ = [
+    "KINDS",
     "AmbiguousPluginError",
     "Entry",
     "FailedPlugin",
+    "Kind",
     "ModelSpec",
     "PluginError",
+    "Spec",
     "TaskSpec",
     "UnknownPluginError",
+    "entries",
     "failed_plugins",
     "format_listing",
     "list_models",
     "list_tasks",
     "model_spec",
     "register",
+    "reset",
+    "spec",
     "task_spec",
 ]

@@ -1,8 +1,10 @@
-"""Discovery, run-time registration and lookup of model and task specs.
+"""Discovery, run-time registration and lookup of plugin specs.
 
-Installed plugins are found through the entry-point groups `zoo.models` and `zoo.tasks`,
-whose values are `ModelSpec` and `TaskSpec` instances. Loading an entry point imports only
-the module holding the spec, so that nothing here imports JAX model code.
+The kinds of plugin are the rows of `KINDS`: each names an entry-point group (`zoo.models`,
+`zoo.tasks`) and the spec type its entry points hold (`ModelSpec`, `TaskSpec`). Everything
+below is written once for every kind, so that a new kind is one row of `KINDS` plus its spec
+class. Loading an entry point imports only the module holding the spec, so that nothing here
+imports JAX model code.
 
 Names are kebab-case (`linear-hypernet`); lookups treat `_` and `-` alike and ignore case.
 A name provided by more than one distribution is looked up as `dist:name`.
@@ -15,11 +17,11 @@ import importlib.metadata
 import re
 import warnings
 from collections.abc import Iterable
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
-from ._spec import ModelSpec, TaskSpec
+from ._spec import ModelSpec, Spec, TaskSpec
 
-_SpecT = TypeVar("_SpecT", bound=ModelSpec | TaskSpec)
+_SpecT = TypeVar("_SpecT", bound=Spec)
 
 _NAME_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
@@ -62,7 +64,7 @@ class FailedPlugin:
     """An entry point that could not be loaded, and so was skipped."""
 
     group: str
-    """Entry-point group, `"zoo.models"` or `"zoo.tasks"`."""
+    """Entry-point group, e.g. `"zoo.models"`."""
     name: str
     """Name of the entry point."""
     value: str
@@ -78,17 +80,40 @@ class FailedPlugin:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Kind:
+class Kind:
+    """A kind of plugin: where its entry points are declared and what they hold."""
+
     group: str
+    """Entry-point group, e.g. `"zoo.models"`."""
     noun: str
-    spec_type: type[ModelSpec] | type[TaskSpec]
+    """What one plugin of the kind is called in messages, e.g. `"model"`."""
+    spec_type: type[Spec]
+    """The spec class every entry point of `group` must be an instance of."""
+
+    @property
+    def plural(self) -> str:
+        """`noun` in the plural, e.g. `"models"`."""
+        return f"{self.noun}s"
 
 
-_MODELS = _Kind("zoo.models", "model", ModelSpec)
-_TASKS = _Kind("zoo.tasks", "task", TaskSpec)
+KINDS: dict[str, Kind] = {
+    "models": Kind("zoo.models", "model", ModelSpec),
+    "tasks": Kind("zoo.tasks", "task", TaskSpec),
+}
+"""The kinds of plugin, keyed by the name `spec` and `entries` take (also the title of the
+kind's section in `zoo list`), in the order `zoo list` shows them."""
 
-# Specs added by `register`, per kind, keyed by `(name, normalized dist)`.
-_registered: dict[str, dict[tuple[str, str], Entry]] = {_MODELS.group: {}, _TASKS.group: {}}
+# Specs added by `register`, per entry-point group, keyed by `(name, normalized dist)`.
+_registered: dict[str, dict[tuple[str, str], Entry]] = {}
+
+
+def _kind(kind: str) -> Kind:
+    try:
+        return KINDS[kind]
+    except KeyError:
+        raise ValueError(
+            f"Unknown kind of plugin {kind!r}; the kinds are {', '.join(map(repr, KINDS))}."
+        ) from None
 
 
 def _normalize_name(name: str) -> str:
@@ -109,7 +134,7 @@ def _check_name(name: str) -> None:
 
 
 @functools.cache
-def _discover(kind: _Kind) -> tuple[tuple[Entry, ...], tuple[FailedPlugin, ...]]:
+def _discover(kind: Kind) -> tuple[tuple[Entry, ...], tuple[FailedPlugin, ...]]:
     """Load every entry point of `kind.group`; warn about, and set aside, those that fail."""
     entries: list[Entry] = []
     failures: list[FailedPlugin] = []
@@ -138,15 +163,16 @@ def _discover(kind: _Kind) -> tuple[tuple[Entry, ...], tuple[FailedPlugin, ...]]
     return tuple(entries), tuple(failures)
 
 
-def _table(kind: _Kind) -> dict[tuple[str, str], Entry]:
+def _table(kind: Kind) -> dict[tuple[str, str], Entry]:
     """Discovered and registered entries of `kind`, keyed by `(name, normalized dist)`."""
     discovered, _ = _discover(kind)
     table = {(entry.name, _normalize_dist(entry.dist)): entry for entry in discovered}
-    table.update(_registered[kind.group])
+    table.update(_registered.get(kind.group, {}))
     return table
 
 
-def _lookup(kind: _Kind, query: str) -> Entry:
+def _lookup(kind_name: str, query: str) -> Entry:
+    kind = _kind(kind_name)
     table = _table(kind)
     dist, _, name = query.rpartition(":")
     name = _normalize_name(name)
@@ -168,7 +194,7 @@ def _lookup(kind: _Kind, query: str) -> Entry:
     return matches[0]
 
 
-def _unknown_message(kind: _Kind, query: str, entries: Iterable[Entry]) -> str:
+def _unknown_message(kind: Kind, query: str, entries: Iterable[Entry]) -> str:
     qualified = ":" in query
     available = sorted({e.qualified_name if qualified else e.name for e in entries})
     lines = [f"Unknown {kind.noun} {query!r}."]
@@ -176,9 +202,9 @@ def _unknown_message(kind: _Kind, query: str, entries: Iterable[Entry]) -> str:
     if close:
         lines.append("Did you mean " + " or ".join(map(repr, close)) + "?")
     if available:
-        lines.append(f"Available {kind.noun}s: {', '.join(available)}.")
+        lines.append(f"Available {kind.plural}: {', '.join(available)}.")
     else:
-        lines.append(f"No {kind.noun}s are installed.")
+        lines.append(f"No {kind.plural} are installed.")
     name = _normalize_name(query.rpartition(":")[2])
     for failure in _discover(kind)[1]:
         if _normalize_name(failure.name) == name:
@@ -186,31 +212,54 @@ def _unknown_message(kind: _Kind, query: str, entries: Iterable[Entry]) -> str:
                 f"A {kind.noun} plugin of that name from distribution {failure.dist!r} failed "
                 f"to load: {failure.describe_error()}"
             )
-    lines.append("Run `zoo list` to see every model and task.")
+    nouns = [k.noun for k in KINDS.values()]
+    every = " and ".join([", ".join(nouns[:-1]), nouns[-1]] if len(nouns) > 1 else nouns)
+    lines.append(f"Run `zoo list` to see every {every}.")
     return "\n".join(lines)
 
 
-def register(spec: ModelSpec | TaskSpec, dist: str = "__main__") -> None:
-    """Add a model or task spec at run time (in a notebook, a script, a test).
+def register(spec: Spec, dist: str = "__main__") -> None:
+    """Add a spec at run time (in a notebook, a script, a test), to the kind of `KINDS` whose
+    spec type it is an instance of (the most derived one, if several).
 
     **Arguments:**
 
-    - `spec`: a `ModelSpec` or a `TaskSpec`; its `name` must be kebab-case.
+    - `spec`: a `ModelSpec`, a `TaskSpec` (or the spec of another kind of `KINDS`); its `name`
+        must be kebab-case.
     - `dist`: the distribution it is listed under, and the `dist` of its qualified name
         `dist:name`. Registering a name again from the same `dist` replaces the spec.
 
     **Raises:**
 
-    `TypeError` if `spec` is neither spec type, `ValueError` if its name is not kebab-case.
+    `TypeError` if `spec` is of no kind's spec type, `ValueError` if its name is not kebab-case.
     """
-    if isinstance(spec, ModelSpec):
-        kind = _MODELS
-    elif isinstance(spec, TaskSpec):
-        kind = _TASKS
-    else:
-        raise TypeError(f"Expected a ModelSpec or a TaskSpec, got {type(spec).__name__}.")
+    kinds = {kind.spec_type: kind for kind in KINDS.values()}
+    kind = next((kinds[cls] for cls in type(spec).__mro__ if cls in kinds), None)
+    if kind is None:
+        expected = " or ".join(kind.spec_type.__name__ for kind in KINDS.values())
+        raise TypeError(f"Expected a {expected}, got {type(spec).__name__}.")
     _check_name(spec.name)
-    _registered[kind.group][(spec.name, _normalize_dist(dist))] = Entry(spec.name, dist, spec)
+    entry = Entry(spec.name, dist, spec)
+    _registered.setdefault(kind.group, {})[(spec.name, _normalize_dist(dist))] = entry
+
+
+def spec(kind: str, name: str) -> Spec:
+    """The spec of the plugin of kind `kind` (a key of `KINDS`, e.g. `"models"`) called `name`,
+    or `dist:name` to choose among distributions.
+
+    **Raises:**
+
+    `UnknownPluginError` (a `KeyError`) if there is no such plugin, `AmbiguousPluginError` if
+    a bare `name` is provided by more than one distribution, `ValueError` if `kind` is no key
+    of `KINDS`.
+    """
+    return _lookup(kind, name).spec
+
+
+def entries(kind: str) -> list[Entry]:
+    """Every available plugin of kind `kind` (a key of `KINDS`), sorted by name then
+    distribution."""
+    return sorted(_table(_kind(kind)).values(), key=lambda e: (e.name, e.dist))
 
 
 def model_spec(name: str) -> ModelSpec:
@@ -221,7 +270,7 @@ def model_spec(name: str) -> ModelSpec:
     `UnknownPluginError` (a `KeyError`) if there is no such model, `AmbiguousPluginError` if
     a bare `name` is provided by more than one distribution.
     """
-    return _lookup(_MODELS, name).spec
+    return cast(ModelSpec, spec("models", name))
 
 
 def task_spec(name: str) -> TaskSpec:
@@ -232,22 +281,22 @@ def task_spec(name: str) -> TaskSpec:
     `UnknownPluginError` (a `KeyError`) if there is no such task, `AmbiguousPluginError` if
     a bare `name` is provided by more than one distribution.
     """
-    return _lookup(_TASKS, name).spec
+    return cast(TaskSpec, spec("tasks", name))
 
 
 def list_models() -> list[Entry[ModelSpec]]:
     """Every available model, sorted by name then distribution."""
-    return sorted(_table(_MODELS).values(), key=lambda e: (e.name, e.dist))
+    return cast(list[Entry[ModelSpec]], entries("models"))
 
 
 def list_tasks() -> list[Entry[TaskSpec]]:
     """Every available task, sorted by name then distribution."""
-    return sorted(_table(_TASKS).values(), key=lambda e: (e.name, e.dist))
+    return cast(list[Entry[TaskSpec]], entries("tasks"))
 
 
 def failed_plugins() -> list[FailedPlugin]:
-    """The entry points of `zoo.models` and `zoo.tasks` that failed to load."""
-    return [*_discover(_MODELS)[1], *_discover(_TASKS)[1]]
+    """The entry points, of every kind of `KINDS`, that failed to load."""
+    return [failure for kind in KINDS.values() for failure in _discover(kind)[1]]
 
 
 def _format_rows(title: str, rows: list[tuple[str, str, str]]) -> list[str]:
@@ -262,11 +311,12 @@ def _format_rows(title: str, rows: list[tuple[str, str, str]]) -> list[str]:
 
 
 def format_listing() -> str:
-    """The text of `zoo list`: one line per model and per task (name, distribution,
+    """The text of `zoo list`: per kind of `KINDS`, one line per plugin (name, distribution,
     description), then the plugins that failed to load, if any."""
-    lines = _format_rows("models", [(e.name, e.dist, e.spec.description) for e in list_models()])
-    lines.append("")
-    lines += _format_rows("tasks", [(e.name, e.dist, e.spec.description) for e in list_tasks()])
+    lines: list[str] = []
+    for title in KINDS:
+        rows = [(e.name, e.dist, e.spec.description) for e in entries(title)]
+        lines += [*([""] if lines else []), *_format_rows(title, rows)]
     failures = failed_plugins()
     if failures:
         rows = [(f.name, f.dist, f"{f.group} {f.value}: {f.describe_error()}") for f in failures]
@@ -275,8 +325,8 @@ def format_listing() -> str:
     return "\n".join(lines)
 
 
-def _reset() -> None:
-    """Forget discovered and registered plugins (for tests): the next lookup discovers anew."""
+def reset() -> None:
+    """Forget discovered and registered plugins: the next lookup discovers the installed ones
+    anew (after installing a plugin into a running session; between tests)."""
     _discover.cache_clear()
-    for entries in _registered.values():
-        entries.clear()
+    _registered.clear()

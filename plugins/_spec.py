@@ -6,12 +6,16 @@ so that listing plugins never imports JAX model code.
 
 import dataclasses
 import importlib
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 
 @dataclasses.dataclass(frozen=True)
-class _Spec:
+class Spec:
+    """What every spec holds. Each kind of plugin (see `plugins.KINDS`) has a subclass, which
+    documents how its factory is called and checks it in `check_factory`."""
+
     name: str
     """Registry name (kebab-case), e.g. `linear-hypernet`; also the CLI subcommand."""
     config: type
@@ -22,7 +26,14 @@ class _Spec:
     """One line shown by `zoo list`."""
 
     def load(self) -> Callable[..., Any]:
-        """Import and return the factory."""
+        """Import the factory, check it with `check_factory`, and return it.
+
+        **Raises:**
+
+        `ValueError` if `factory` is not of the form `"module:attr"`, `ImportError` or
+        `AttributeError` if it cannot be imported, `TypeError` if it cannot be called the way
+        the factories of this kind are called.
+        """
         module_name, _, attr = self.factory.partition(":")
         if not module_name or not attr:
             raise ValueError(
@@ -31,15 +42,56 @@ class _Spec:
         obj: Any = importlib.import_module(module_name)
         for part in attr.split("."):
             obj = getattr(obj, part)
+        self.check_factory(obj)
         return obj
 
+    def check_factory(self, factory: Callable[..., Any]) -> None:
+        """Raise a `TypeError` if `factory` cannot be called as this kind's factories are.
+        Default: no check."""
+        del factory
+
+
+def _check_call(
+    spec: Spec, factory: Callable[..., Any], expected: str, keywords: tuple[str, ...]
+) -> None:
+    """Raise a `TypeError` naming `expected` if `factory(config, **{k: ... for k in keywords})`
+    does not bind. Callables without a signature (some builtins) are not checked."""
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(None, **dict.fromkeys(keywords))
+    except TypeError as error:
+        empty = inspect.Parameter.empty
+        bare = signature.replace(
+            parameters=[p.replace(annotation=empty) for p in signature.parameters.values()],
+            return_annotation=empty,
+        )
+        raise TypeError(
+            f"The factory {spec.factory!r} of {type(spec).__name__} {spec.name!r} is "
+            f"`{spec.factory.rpartition(':')[2]}{bare}` ({error}); it must be callable as "
+            f"`{expected}`."
+        ) from None
+
 
 @dataclasses.dataclass(frozen=True)
-class ModelSpec(_Spec):
+class ModelSpec(Spec):
     """A registered model. Its factory is called as
-    `factory(config, *, in_features: int, out_features: int, key) -> AbstractMetaLearner`."""
+    `factory(config, *, io: zoo.IOSpec, key) -> AbstractMetaLearner`, where `io` is the
+    `io` of the task the model will learn (shapes, dtypes and vocabularies of its data)."""
+
+    def check_factory(self, factory: Callable[..., Any]) -> None:
+        """Raise a `TypeError` if `factory` cannot be called as
+        `factory(config, *, io: IOSpec, key)` (e.g. a factory written for the older
+        `factory(config, *, in_features, out_features, key)`)."""
+        _check_call(self, factory, "factory(config, *, io: zoo.IOSpec, key)", ("io", "key"))
 
 
 @dataclasses.dataclass(frozen=True)
-class TaskSpec(_Spec):
+class TaskSpec(Spec):
     """A registered task. Its factory is called as `factory(config, *, key) -> AbstractTask`."""
+
+    def check_factory(self, factory: Callable[..., Any]) -> None:
+        """Raise a `TypeError` if `factory` cannot be called as `factory(config, *, key)`."""
+        _check_call(self, factory, "factory(config, *, key)", ("key",))

@@ -24,8 +24,8 @@ import numpy as np
 from jaxtyping import PRNGKeyArray
 
 import plugins
-from tasks._base import AbstractTask
-from zoo._base import AbstractLearner
+from tasks import AbstractTask
+from zoo import AbstractLearner
 
 from . import algorithms
 from .algorithms.base import AbstractAlgorithm, train_chunk
@@ -101,12 +101,7 @@ def build(config: TrainConfig) -> tuple[AbstractTask, AbstractLearner]:
     key = _keys(config.run.seed)[0]
     task = build_task(config, key)
     factory = plugins.model_spec(config.model_name).load()
-    model = factory(
-        config.model,
-        in_features=task.in_features,
-        out_features=task.out_features,
-        key=jr.fold_in(key, 1),
-    )
+    model = factory(config.model, io=task.io, key=jr.fold_in(key, 1))
     return task, model
 
 

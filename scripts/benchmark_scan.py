@@ -36,7 +36,7 @@ def measure(experiment: str, steps_per_call: int, calls: int, per_step: int, tes
     from runs.presets import get_preset
     from runs.run import build, build_algorithm
     from runs.sharding import replicate
-    from zoo._base import AbstractInContextLearner
+    from zoo import AbstractInContextLearner
 
     config = get_preset(f"lake2019/{experiment}")
     config = dataclasses.replace(

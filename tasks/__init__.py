@@ -1,5 +1,26 @@
-"""Task generators: pure, jittable functions key -> episodes (see `tasks._base.AbstractTask`).
+"""Task generators: pure, jittable functions key -> episodes (see `AbstractTask`).
 
-Deliberately light: importing `tasks` (or `tasks.config`) imports no JAX; import a generator's
-module (e.g. `tasks.hyperteacher`) to build it.
+Deliberately light: importing `tasks` (or `tasks.config`) imports no JAX; `AbstractTask`,
+`Episode` and `Split` are imported on first use, and a generator's module (e.g.
+`tasks.hyperteacher`) is imported to build it.
 """
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._base import AbstractTask, Episode, Split
+
+_LAZY = {
+    "AbstractTask": "._base",
+    "Episode": "._base",
+    "Split": "._base",
+}
+
+__all__ = ["AbstractTask", "Episode", "Split"]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module 'tasks' has no attribute {name!r}")

@@ -5,6 +5,8 @@ import abc
 import equinox as eqx
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
+from zoo.io import IOSpec
+
 
 class Split(eqx.Module):
     """A labelled set of inputs and targets (the support or the query set of one task)."""
@@ -25,20 +27,18 @@ class Episode(eqx.Module):
 class AbstractTask(eqx.Module):
     """A task generator: static configuration plus a jittable, vmappable `sample`.
 
-    A task knows nothing of the model that learns it. It says how big inputs and outputs
-    are (`in_features`, `out_features`), how to score a prediction (`loss`, `metrics`), and
-    which pools of tasks exist (`pools`: at least `"train"`; evaluation pools beside it).
+    A task knows nothing of the model that learns it. It says what its data look like (`io`:
+    shapes, dtypes, vocabularies; a model is built from it), how to score a prediction
+    (`loss`, `metrics`), and which pools of tasks exist (`pools`: at least `"train"`;
+    evaluation pools beside it).
     """
 
     @property
     @abc.abstractmethod
-    def in_features(self) -> int:
-        """Size of one input vector."""
-
-    @property
-    @abc.abstractmethod
-    def out_features(self) -> int:
-        """Size of one prediction vector."""
+    def io(self) -> IOSpec:
+        """Shapes and dtypes of one example's input and target, the size of a prediction
+        vector, and the vocabularies of token data: what a model factory is given to build a
+        model for this task."""
 
     @abc.abstractmethod
     def pools(self) -> tuple[str, ...]:

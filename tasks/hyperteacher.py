@@ -50,6 +50,7 @@ from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from tasks._base import AbstractTask, Episode, Split
 from tasks.config import HyperteacherConfig
+from zoo.io import IOSpec
 
 SplitKind = Literal["compositional", "non-compositional", "connected", "disconnected"]
 
@@ -276,12 +277,9 @@ class Hyperteacher(AbstractTask):
     logits over `norm_inputs`, computed once at build time (see `standardization`)."""
 
     @property
-    def in_features(self) -> int:
-        return self.config.in_features
-
-    @property
-    def out_features(self) -> int:
-        return self.config.out_features
+    def io(self) -> IOSpec:
+        """Inputs `[in_features]`, targets `[out_features]` (probability rows), float32."""
+        return IOSpec.vectors(self.config.in_features, self.config.out_features)
 
     def pools(self) -> tuple[str, ...]:
         hs = [h for h in self.config.ood_h if h in self.ood_h_codes]

@@ -43,6 +43,7 @@ from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 from tasks import scan
 from tasks._base import AbstractTask, Episode, Split
 from tasks.config import MutualExclusivityConfig, ScanEpisodesConfig
+from zoo.io import IOSpec
 
 PAD, EOS, SOS = "<pad>", "<eos>", "<sos>"
 IN_SPECIALS = (PAD, EOS)
@@ -176,12 +177,15 @@ class ScanEpisodes(AbstractTask):
     """Index of the command "jump" (the `standard` experiment adds it to every batch)."""
 
     @property
-    def in_features(self) -> int:
-        return len(self.vocab.inputs)
-
-    @property
-    def out_features(self) -> int:
-        return len(self.vocab.outputs)
+    def io(self) -> IOSpec:
+        """Commands `[MAX_IN]` and action sequences `[MAX_OUT]`, int32 token ids of the
+        experiment's vocabulary; predictions are logits over the output tokens."""
+        return IOSpec.sequences(
+            x_len=self.commands_x.shape[-1],
+            y_len=self.commands_y.shape[-1],
+            x_vocab=len(self.vocab.inputs),
+            y_vocab=len(self.vocab.outputs),
+        )
 
     def pools(self) -> tuple[str, ...]:
         return ("train",) if self.experiment == "standard" else ("train", "val")
@@ -234,8 +238,8 @@ class ScanEpisodes(AbstractTask):
         y: Int[Array, "*n out_len"],
     ) -> tuple[Int[Array, "*n in_len"], Int[Array, "*n out_len"]]:
         """Commands and action sequences rewritten under `assignment`."""
-        in_map = jnp.arange(self.in_features).at[self.slot_words].set(assignment[:, 0])
-        out_map = jnp.arange(self.out_features).at[self.slot_actions].set(assignment[:, 1])
+        in_map = jnp.arange(len(self.vocab.inputs)).at[self.slot_words].set(assignment[:, 0])
+        out_map = jnp.arange(len(self.vocab.outputs)).at[self.slot_actions].set(assignment[:, 1])
         return in_map[x], out_map[y]
 
     def sample(self, key: PRNGKeyArray, pool: str = "train") -> Episode:
@@ -415,12 +419,15 @@ class MutualExclusivity(AbstractTask):
     max_length: int = eqx.field(static=True, default=6)
 
     @property
-    def in_features(self) -> int:
-        return len(self.vocab.inputs)
-
-    @property
-    def out_features(self) -> int:
-        return len(self.vocab.outputs)
+    def io(self) -> IOSpec:
+        """Word sequences and meaning sequences `[max_length + 1]` (EOS included), int32
+        token ids; predictions are logits over the output tokens."""
+        return IOSpec.sequences(
+            x_len=self.max_length + 1,
+            y_len=self.max_length + 1,
+            x_vocab=len(self.vocab.inputs),
+            y_vocab=len(self.vocab.outputs),
+        )
 
     def pools(self) -> tuple[str, ...]:
         return ("train", "test")

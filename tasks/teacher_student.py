@@ -48,6 +48,7 @@ from jaxtyping import Array, Bool, Float, PRNGKeyArray, Shaped
 
 from tasks._base import AbstractTask, Episode, Split
 from tasks.config import TeacherStudentConfig, TeacherStudentDistribution, TeacherStudentSupport
+from zoo.io import IOSpec
 
 # --------------------------------------------------------------------------------------------
 # Masks: plain numpy, deterministic, inspectable.
@@ -222,12 +223,9 @@ class TeacherStudent(AbstractTask):
     """Per pool, its 0/1 masks as float32 (see `pool_masks`)."""
 
     @property
-    def in_features(self) -> int:
-        return self.config.in_features
-
-    @property
-    def out_features(self) -> int:
-        return self.config.out_features
+    def io(self) -> IOSpec:
+        """Inputs `[in_features]`, targets `[out_features]`, float32."""
+        return IOSpec.vectors(self.config.in_features, self.config.out_features)
 
     def pools(self) -> tuple[str, ...]:
         names = ["train", "test"]

@@ -17,8 +17,7 @@ from runs.algorithms.episodic import evaluate_pool
 from runs.optim import outer_optimizer
 from runs.run import build, build_algorithm
 from runs.sharding import make_mesh, replicate
-from zoo import linear_hypernet
-from zoo._base import array_labels
+from zoo import array_labels, linear_hypernet
 
 META_BATCH = 4
 

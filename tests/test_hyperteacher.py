@@ -19,6 +19,7 @@ from tasks.hyperteacher import (
     make,
     make_split,
 )
+from zoo import IOSpec
 
 TINY = HyperteacherConfig(
     num_modules=4,
@@ -280,5 +281,5 @@ def test_loss_and_accuracy(tiny):
     # One-hot targets (exact zeros) stay finite.
     one_hot = jax.nn.one_hot(jnp.argmax(y, -1), 3)
     assert jnp.isfinite(tiny.loss(random_pred, one_hot))
-    assert tiny.in_features == 5
-    assert tiny.out_features == 3
+    assert tiny.io == IOSpec.vectors(5, 3)
+    assert tiny.io.in_features == 5 and tiny.io.out_features == 3

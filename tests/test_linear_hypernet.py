@@ -10,7 +10,7 @@ import jax.tree_util as jtu
 import numpy as np
 import pytest
 
-from zoo._base import param_counts
+from zoo import param_counts
 from zoo.linear_hypernet import LinearHypernet, normalize_rows
 
 IN, OUT, HIDDEN, NUM_HIDDEN, T = 4, 3, 8, 3, 4

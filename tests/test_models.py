@@ -18,6 +18,7 @@ from zoo import (
     AbstractIdentifiable,
     AbstractMetaLearner,
     AbstractSplitForward,
+    IOSpec,
     count_params,
     param_counts,
 )
@@ -210,18 +211,13 @@ def test_factories_build_the_configured_models():
     nonlinear_config = NonlinearHypernetConfig(
         hidden=HIDDEN, num_hidden=1, num_templates=T, generator_width=WIDTH, generator_depth=1
     )
-    model = builtin.nonlinear_hypernet.load()(
-        nonlinear_config, in_features=IN, out_features=OUT, key=key
-    )
+    io = IOSpec.vectors(IN, OUT)
+    model = builtin.nonlinear_hypernet.load()(nonlinear_config, io=io, key=key)
     assert eqx.tree_equal(model, NonlinearHypernet(IN, OUT, HIDDEN, 1, T, WIDTH, 1, key=key))
     assert len(model.embeddings) == 2  # one hidden layer: no hidden group
-    anil = builtin.anil.load()(
-        ANILConfig(hidden=HIDDEN, num_hidden=1), in_features=IN, out_features=OUT, key=key
-    )
+    anil = builtin.anil.load()(ANILConfig(hidden=HIDDEN, num_hidden=1), io=io, key=key)
     assert eqx.tree_equal(anil, ANIL(IN, OUT, HIDDEN, 1, key=key))
-    maml = builtin.maml.load()(
-        MAMLConfig(hidden=HIDDEN, num_hidden=2), in_features=IN, out_features=OUT, key=key
-    )
+    maml = builtin.maml.load()(MAMLConfig(hidden=HIDDEN, num_hidden=2), io=io, key=key)
     assert eqx.tree_equal(maml, MAML(IN, OUT, HIDDEN, 2, key=key))
 
 

@@ -14,7 +14,6 @@ import jax.random as jr
 import pytest
 
 import plugins
-from plugins._registry import _reset
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PLUGIN_PKG = REPO / "tests" / "plugin_pkg"
@@ -39,9 +38,9 @@ def plugin_path(tmp_path_factory: pytest.TempPathFactory):
 def fresh_registry(plugin_path: pathlib.Path):
     """Every test (with the example plugin on the path) discovers anew, and leaves no
     registration behind."""
-    _reset()
+    plugins.reset()
     yield
-    _reset()
+    plugins.reset()
 
 
 def _dummy_model(name: str = "example-anil") -> plugins.ModelSpec:
@@ -70,12 +69,7 @@ def test_builds_task_and_model():
     model_spec = plugins.model_spec("example-anil")
     task_key, model_key, sample_key = jr.split(jr.key(0), 3)
     task = task_spec.load()(task_spec.config(), key=task_key)
-    model = model_spec.load()(
-        model_spec.config(hidden=8),
-        in_features=task.in_features,
-        out_features=task.out_features,
-        key=model_key,
-    )
+    model = model_spec.load()(model_spec.config(hidden=8), io=task.io, key=model_key)
     assert task.pools() == ("train", "test")
 
     sample = jax.jit(jax.vmap(lambda key: task.sample(key, "test")))
@@ -132,6 +126,96 @@ def test_register():
         plugins.register("my-model")  # pyright: ignore[reportArgumentType]
 
 
+def test_a_new_kind_is_one_table_entry(tmp_path: pathlib.Path, monkeypatch):
+    # A distribution declaring a plugin of a kind zoo does not have yet, and the spec class of
+    # that kind, in a module of its own (as a plugin author's package would hold it).
+    info = tmp_path / "zoo_widget_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: zoo-widget-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[zoo.widgets]\ngear = zoo_widgets:gear\n")
+    (tmp_path / "zoo_widgets.py").write_text(
+        textwrap.dedent(
+            """\
+            import dataclasses
+
+            import plugins
+
+
+            @dataclasses.dataclass(frozen=True)
+            class WidgetSpec(plugins.Spec):
+                \"\"\"A widget; its factory is called as `factory(config)`.\"\"\"
+
+
+            gear = WidgetSpec(name="gear", config=dict, factory="builtins:dict", description="cog")
+            """
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "zoo_widgets", raising=False)
+    import zoo_widgets  # pyright: ignore[reportMissingImports]
+
+    monkeypatch.setitem(
+        plugins.KINDS, "widgets", plugins.Kind("zoo.widgets", "widget", zoo_widgets.WidgetSpec)
+    )
+
+    # Discovered and listed.
+    assert [(e.name, e.dist) for e in plugins.entries("widgets")] == [("gear", "zoo-widget-plugin")]
+    listing = plugins.format_listing()
+    assert listing.index("models:") < listing.index("tasks:") < listing.index("widgets:")
+    line = next(line for line in listing.splitlines() if line.startswith("  gear"))
+    assert "zoo-widget-plugin" in line and "cog" in line
+    assert not [f for f in plugins.failed_plugins() if f.group == "zoo.widgets"]
+
+    # Looked up, with close matches when misspelt.
+    assert plugins.spec("widgets", "gear") is zoo_widgets.gear
+    with pytest.raises(plugins.UnknownPluginError) as info_error:
+        plugins.spec("widgets", "geer")
+    message = str(info_error.value)
+    assert message.startswith("Unknown widget 'geer'.")
+    assert "Did you mean 'gear'?" in message and "Available widgets: gear." in message
+    assert "every model, task and widget" in message
+    with pytest.raises(ValueError, match="kinds are 'models', 'tasks', 'widgets'"):
+        plugins.spec("gadgets", "gear")
+
+    # Registered under its kind, by the type of its spec.
+    spring = zoo_widgets.WidgetSpec(name="spring", config=dict, factory="builtins:dict")
+    plugins.register(spring)
+    assert plugins.spec("widgets", "__main__:spring") is spring
+    assert "spring" in [e.name for e in plugins.entries("widgets")]
+    assert "spring" not in [e.name for e in plugins.list_models() + plugins.list_tasks()]
+
+    # A widget is no model: declared as one, it is reported and skipped.
+    (info / "entry_points.txt").write_text(
+        "[zoo.widgets]\ngear = zoo_widgets:gear\n\n[zoo.models]\ncog = zoo_widgets:gear\n"
+    )
+    plugins.reset()
+    with pytest.warns(UserWarning, match="Skipping model plugin 'cog'"):
+        failures = [f for f in plugins.failed_plugins() if f.dist == "zoo-widget-plugin"]
+    assert [(f.group, f.name, type(f.error)) for f in failures] == [
+        ("zoo.models", "cog", TypeError)
+    ]
+
+
+def test_a_factory_of_the_old_signature_is_refused(tmp_path: pathlib.Path, monkeypatch):
+    (tmp_path / "zoo_old_factory.py").write_text(
+        "def make(config, *, in_features, out_features, key):\n    return None\n"
+        "def make_task(config, *, key):\n    return None\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "zoo_old_factory", raising=False)
+    old = plugins.ModelSpec(name="old", config=dict, factory="zoo_old_factory:make")
+    with pytest.raises(TypeError) as info:
+        old.load()
+    message = str(info.value)
+    assert "`make(config, *, in_features, out_features, key)`" in message
+    assert "`factory(config, *, io: zoo.IOSpec, key)`" in message
+    task = plugins.TaskSpec(name="old-task", config=dict, factory="zoo_old_factory:make_task")
+    assert task.load() is sys.modules["zoo_old_factory"].make_task
+    wrong = plugins.TaskSpec(name="wrong", config=dict, factory="zoo_old_factory:make")
+    with pytest.raises(TypeError, match=r"`factory\(config, \*, key\)`"):
+        wrong.load()
+
+
 def test_broken_plugins_are_reported_and_skipped(tmp_path: pathlib.Path, monkeypatch):
     info = tmp_path / "zoo_broken_plugin-0.1.dist-info"
     info.mkdir()
@@ -186,6 +270,8 @@ def test_listing_imports_no_model_code(plugin_path: pathlib.Path):
         assert [e.name for e in plugins.list_tasks()] == ["example-regression"]
         assert plugins.failed_plugins() == []
         plugins.format_listing()
+        import zoo
+        zoo.IOSpec.vectors(4, 1)
         imported = {"jax", "equinox", "zoo_example_plugin.model", "zoo_example_plugin.task"}
         assert not imported & set(sys.modules), imported & set(sys.modules)
         """

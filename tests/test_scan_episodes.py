@@ -36,6 +36,16 @@ def _meaning(task, assignment):
     return words, actions
 
 
+def test_io_describes_the_episodes(episodes):
+    task, batch, _ = episodes
+    io = task.io
+    assert batch.support.x.shape[2:] == batch.query.x.shape[2:] == io.x_shape == (se.MAX_IN,)
+    assert batch.support.y.shape[2:] == batch.query.y.shape[2:] == io.y_shape == (se.MAX_OUT,)
+    assert str(batch.query.x.dtype) == io.x_dtype and str(batch.query.y.dtype) == io.y_dtype
+    assert io.x_vocab == io.in_features == len(task.vocab.inputs) > batch.query.x.max()
+    assert io.y_vocab == io.out_features == len(task.vocab.outputs) > batch.query.y.max()
+
+
 def test_every_item_means_what_scan_says_under_the_assignment(episodes):
     task, batch, _ = episodes
     for e in range(0, N_EPISODES, 30):
@@ -139,6 +149,10 @@ def test_mutual_exclusivity_episodes():
                 assert 2 <= len(words) <= 6
                 assert task.vocab.decode(y, out=True) == tuple(table[w] for w in words)
     assert jnp.all(task.loss(jnp.zeros((3, 7, 7)), jnp.ones((3, 7), jnp.int32)) > 0)
+    io = task.io
+    assert batch.support.x.shape[2:] == batch.query.y.shape[2:] == io.x_shape == io.y_shape
+    assert (io.x_vocab, io.y_vocab, io.out_features) == (6, 7, 7)
+    assert str(batch.query.x.dtype) == io.x_dtype == io.y_dtype == "int32"
 
 
 def test_standard_batches_are_the_plain_addjump_split_with_jump_in_each():

@@ -8,8 +8,7 @@ import jax.random as jr
 import optax
 import pytest
 
-from zoo import count_params
-from zoo._base import AbstractInContextLearner
+from zoo import AbstractInContextLearner, count_params
 from zoo.seq2seq import BiLSTMEncoder, MetaSeq2Seq
 
 

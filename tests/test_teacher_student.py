@@ -20,7 +20,7 @@ from tasks.teacher_student import (
     masks_with,
     support_masks,
 )
-from zoo import param_counts
+from zoo import IOSpec, param_counts
 from zoo.config import ShallowHypernetConfig
 from zoo.shallow_hypernet import ShallowHypernet
 from zoo.shallow_hypernet import make as make_student
@@ -257,8 +257,8 @@ def test_loss_and_metrics(tiny):
     pred = y + 1.0
     assert float(tiny.loss(pred, y)) == pytest.approx(0.5)
     assert float(tiny.metrics(pred, y)["mse"]) == pytest.approx(1.0)
-    assert tiny.in_features == 3
-    assert tiny.out_features == 2
+    assert tiny.io == IOSpec.vectors(3, 2)
+    assert tiny.io.in_features == 3 and tiny.io.out_features == 2
 
 
 # ------------------------------------------------------------------------------------ student
@@ -267,10 +267,7 @@ def test_loss_and_metrics(tiny):
 def test_student_with_teacher_parameters_reproduces_targets(tiny_continuous):
     task = tiny_continuous
     student = make_student(
-        ShallowHypernetConfig(hidden=5, num_modules=6),
-        in_features=3,
-        out_features=2,
-        key=jax.random.key(1),
+        ShallowHypernetConfig(hidden=5, num_modules=6), io=task.io, key=jax.random.key(1)
     )
     episode = task.sample(jax.random.key(2), "ood")
     student = eqx.tree_at(

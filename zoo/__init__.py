@@ -1,11 +1,13 @@
 """zoo: typed Equinox learners for compositional generalization.
 
 Submodules are imported on first use, so that `import zoo.config` (done when plugins are
-listed) does not import JAX.
+listed) does not import JAX. `IOSpec` is imported at once: its module imports no JAX.
 """
 
 import importlib
 from typing import TYPE_CHECKING
+
+from .io import IOSpec
 
 if TYPE_CHECKING:
     from ._base import (
@@ -69,6 +71,7 @@ __all__ = [
     "AbstractMetaLearner",
     "AbstractModular",
     "AbstractSplitForward",
+    "IOSpec",
     "Label",
     "LinearHypernet",
     "MetaSeq2Seq",

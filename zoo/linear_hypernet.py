@@ -27,6 +27,7 @@ from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
 from ._base import FAST, FIXED, META, AbstractIdentifiable, AbstractMetaLearner
 from .config import LinearHypernetConfig
+from .io import IOSpec
 
 
 def truncated_normal(key: PRNGKeyArray, shape: tuple[int, ...], std: float) -> Array:
@@ -143,13 +144,12 @@ class LinearHypernet(AbstractMetaLearner, AbstractIdentifiable):
         )
 
 
-def make(
-    config: LinearHypernetConfig, *, in_features: int, out_features: int, key: PRNGKeyArray
-) -> LinearHypernet:
-    """Build a `LinearHypernet` from its config (the factory of the `linear-hypernet` plugin)."""
+def make(config: LinearHypernetConfig, *, io: IOSpec, key: PRNGKeyArray) -> LinearHypernet:
+    """Build a `LinearHypernet` from its config (the factory of the `linear-hypernet` plugin),
+    for inputs of `io.in_features` and predictions of `io.out_features`."""
     return LinearHypernet(
-        in_features,
-        out_features,
+        io.in_features,
+        io.out_features,
         config.hidden,
         config.num_hidden,
         config.num_templates,

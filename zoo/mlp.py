@@ -21,6 +21,7 @@ from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
 from ._base import FAST, META, AbstractMetaLearner, AbstractSplitForward
 from .config import ANILConfig, MAMLConfig
+from .io import IOSpec
 from .linear_hypernet import truncated_normal
 
 
@@ -136,15 +137,13 @@ class MAML(AbstractMLPLearner):
         return jtu.tree_map(lambda _: FAST, self)
 
 
-def make_anil(
-    config: ANILConfig, *, in_features: int, out_features: int, key: PRNGKeyArray
-) -> ANIL:
-    """Build an `ANIL` from its config (the factory of the `anil` plugin)."""
-    return ANIL(in_features, out_features, config.hidden, config.num_hidden, key=key)
+def make_anil(config: ANILConfig, *, io: IOSpec, key: PRNGKeyArray) -> ANIL:
+    """Build an `ANIL` from its config (the factory of the `anil` plugin), for inputs of
+    `io.in_features` and predictions of `io.out_features`."""
+    return ANIL(io.in_features, io.out_features, config.hidden, config.num_hidden, key=key)
 
 
-def make_maml(
-    config: MAMLConfig, *, in_features: int, out_features: int, key: PRNGKeyArray
-) -> MAML:
-    """Build a `MAML` from its config (the factory of the `maml` plugin)."""
-    return MAML(in_features, out_features, config.hidden, config.num_hidden, key=key)
+def make_maml(config: MAMLConfig, *, io: IOSpec, key: PRNGKeyArray) -> MAML:
+    """Build a `MAML` from its config (the factory of the `maml` plugin), for inputs of
+    `io.in_features` and predictions of `io.out_features`."""
+    return MAML(io.in_features, io.out_features, config.hidden, config.num_hidden, key=key)

@@ -27,6 +27,7 @@ from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
 from ._base import FAST, META, AbstractIdentifiable, AbstractMetaLearner
 from .config import NonlinearHypernetConfig
+from .io import IOSpec
 from .linear_hypernet import layer_groups, normalize_rows, truncated_normal
 
 
@@ -167,14 +168,12 @@ class NonlinearHypernet(AbstractMetaLearner, AbstractIdentifiable):
         return eqx.tree_at(lambda m: m.embeddings, spec, tuple(FAST for _ in self.embeddings))
 
 
-def make(
-    config: NonlinearHypernetConfig, *, in_features: int, out_features: int, key: PRNGKeyArray
-) -> NonlinearHypernet:
+def make(config: NonlinearHypernetConfig, *, io: IOSpec, key: PRNGKeyArray) -> NonlinearHypernet:
     """Build a `NonlinearHypernet` from its config (the factory of the `nonlinear-hypernet`
-    plugin)."""
+    plugin), for inputs of `io.in_features` and predictions of `io.out_features`."""
     return NonlinearHypernet(
-        in_features,
-        out_features,
+        io.in_features,
+        io.out_features,
         config.hidden,
         config.num_hidden,
         config.num_templates,

@@ -34,6 +34,7 @@ from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from ._base import AbstractInContextLearner
 from .config import MetaSeq2SeqConfig
+from .io import IOSpec
 
 
 def _lstm_step(weight_hh, x, h, c):
@@ -511,14 +512,24 @@ class MetaSeq2Seq(AbstractInContextLearner):
         return jax.vmap(one)(contexts, masks)
 
 
-def make(
-    config: MetaSeq2SeqConfig, *, in_features: int, out_features: int, key: PRNGKeyArray
-) -> MetaSeq2Seq:
-    """Build a `MetaSeq2Seq` from its config (the factory of the `meta-seq2seq` plugin);
-    `in_features` / `out_features` are the task's input and output vocabulary sizes."""
+def make(config: MetaSeq2SeqConfig, *, io: IOSpec, key: PRNGKeyArray) -> MetaSeq2Seq:
+    """Build a `MetaSeq2Seq` from its config (the factory of the `meta-seq2seq` plugin), for a
+    task of token sequences in and out: `io.x_vocab` input and `io.y_vocab` output tokens.
+
+    **Raises:**
+
+    `ValueError` if the task's inputs or targets are not tokens (`io.x_vocab` or `io.y_vocab`
+    is `None`).
+    """
+    if io.x_vocab is None or io.y_vocab is None:
+        raise ValueError(
+            "meta-seq2seq reads and writes token sequences, but the task's inputs or targets "
+            f"are not tokens (x_vocab={io.x_vocab}, y_vocab={io.y_vocab}): pair it with a "
+            "sequence task such as 'scan'."
+        )
     return MetaSeq2Seq(
-        in_features,
-        out_features,
+        io.x_vocab,
+        io.y_vocab,
         hidden=config.hidden,
         layers=config.layers,
         dropout=config.dropout,

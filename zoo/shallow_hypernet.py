@@ -29,6 +29,7 @@ from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
 from ._base import FIXED, META, AbstractMetaLearner, AbstractModular
 from .config import ShallowHypernetConfig
+from .io import IOSpec
 from .linear_hypernet import truncated_normal
 
 
@@ -79,9 +80,9 @@ class ShallowHypernet(AbstractMetaLearner, AbstractModular):
         return self.module_weights
 
 
-def make(
-    config: ShallowHypernetConfig, *, in_features: int, out_features: int, key: PRNGKeyArray
-) -> ShallowHypernet:
+def make(config: ShallowHypernetConfig, *, io: IOSpec, key: PRNGKeyArray) -> ShallowHypernet:
     """Build a `ShallowHypernet` from its config (the factory of the `shallow-hypernet`
-    plugin)."""
-    return ShallowHypernet(in_features, out_features, config.hidden, config.num_modules, key=key)
+    plugin), for inputs of `io.in_features` and predictions of `io.out_features`."""
+    return ShallowHypernet(
+        io.in_features, io.out_features, config.hidden, config.num_modules, key=key
+    )

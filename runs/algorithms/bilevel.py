@@ -8,8 +8,8 @@ import optax
 from jax.sharding import Mesh
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
-from tasks._base import AbstractTask, Episode
-from zoo._base import AbstractIdentifiable, AbstractMetaLearner, AbstractModular
+from tasks import AbstractTask, Episode
+from zoo import AbstractIdentifiable, AbstractMetaLearner, AbstractModular
 
 from ..config import EvalConfig, TrainConfig
 from ..metrics import linear_decodability, module_alignment
@@ -146,7 +146,7 @@ def make(
     config: TrainConfig, task: AbstractTask, model: AbstractMetaLearner, mesh: Mesh
 ) -> Bilevel:
     """The bilevel algorithm of a run (the factory of the `bilevel` algorithm)."""
-    from zoo._base import array_labels
+    from zoo import array_labels
 
     eval_steps = config.inner.eval_steps
     return Bilevel(

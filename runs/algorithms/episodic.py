@@ -13,7 +13,7 @@ import optax
 from jax.sharding import Mesh
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
-from tasks._base import AbstractTask
+from tasks import AbstractTask
 
 from ..config import EvalConfig
 from ..sharding import sharded_mean

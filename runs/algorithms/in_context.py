@@ -10,8 +10,8 @@ import optax
 from jax.sharding import Mesh
 from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
 
-from tasks._base import AbstractTask
-from zoo._base import AbstractInContextLearner
+from tasks import AbstractTask
+from zoo import AbstractInContextLearner
 
 from ..config import EvalConfig, TrainConfig
 from ..optim import outer_optimizer
@@ -109,7 +109,7 @@ def make(
     config: TrainConfig, task: AbstractTask, model: AbstractInContextLearner, mesh: Mesh
 ) -> InContext:
     """The in-context algorithm of a run (the factory of the `in-context` algorithm)."""
-    from zoo._base import array_labels
+    from zoo import array_labels
 
     return InContext(
         optimizer=outer_optimizer(config.outer, config.run.steps, array_labels(model), OUTER_RULES),

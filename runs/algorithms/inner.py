@@ -16,8 +16,8 @@ import jax.tree_util as jtu
 import optax
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
-from tasks._base import Split
-from zoo._base import AbstractMetaLearner, AbstractSplitForward
+from tasks import Split
+from zoo import AbstractMetaLearner, AbstractSplitForward
 
 from ..config import InnerConfig
 from ..optim import inner_optimizer

@@ -7,7 +7,7 @@ import jax.random as jr
 import jax.tree_util as jtu
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
-from zoo._base import AbstractMetaLearner
+from zoo import AbstractMetaLearner, IOSpec
 
 from .config import ExampleANILConfig
 
@@ -38,8 +38,7 @@ class ExampleANIL(AbstractMetaLearner):
         return eqx.tree_at(lambda m: (m.readout.weight, m.readout.bias), meta, ("fast", "fast"))
 
 
-def make(
-    config: ExampleANILConfig, *, in_features: int, out_features: int, key: PRNGKeyArray
-) -> ExampleANIL:
-    """The factory named by the `example-anil` spec."""
-    return ExampleANIL(config, in_features=in_features, out_features=out_features, key=key)
+def make(config: ExampleANILConfig, *, io: IOSpec, key: PRNGKeyArray) -> ExampleANIL:
+    """The factory named by the `example-anil` spec: a model for the task whose data `io`
+    describes."""
+    return ExampleANIL(config, in_features=io.in_features, out_features=io.out_features, key=key)

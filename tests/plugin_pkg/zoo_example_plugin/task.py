@@ -7,7 +7,8 @@ import jax.numpy as jnp
 import jax.random as jr
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from tasks._base import AbstractTask, Episode, Split
+from tasks import AbstractTask, Episode, Split
+from zoo import IOSpec
 
 from .config import ExampleRegressionConfig
 
@@ -30,12 +31,8 @@ class ExampleRegression(AbstractTask):
         self.weights = jr.normal(key, shape) / jnp.sqrt(config.in_features)
 
     @property
-    def in_features(self) -> int:
-        return self.config.in_features
-
-    @property
-    def out_features(self) -> int:
-        return self.config.out_features
+    def io(self) -> IOSpec:
+        return IOSpec.vectors(self.config.in_features, self.config.out_features)
 
     def pools(self) -> tuple[str, ...]:
         return ("train", "test")
