@@ -225,7 +225,6 @@ def test_layers_import_no_private_modules_of_other_packages():
     assert not violations, _report(violations)
 
 
-@pytest.mark.xfail(strict=False, reason="being fixed on another branch")
 def test_tests_and_scripts_import_no_private_modules():
     violations = check_tree(("tests", "scripts"), layering=False)
     assert not violations, _report(violations)
