@@ -4,6 +4,7 @@ updates and how."""
 
 import functools
 from collections.abc import Mapping
+from typing import Any
 
 import jax.tree_util as jtu
 import optax
@@ -42,7 +43,7 @@ def _labelled(
     config: OuterConfig,
     total_steps: int,
     rules: tuple[tuple[str, str], ...],
-    labels_flat: tuple[tuple, jtu.PyTreeDef],
+    labels_flat: tuple[tuple, Any],
 ) -> optax.GradientTransformation:
     leaves, treedef = labels_flat
     labels = jtu.tree_unflatten(treedef, leaves)

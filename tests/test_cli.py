@@ -161,9 +161,27 @@ def test_unknown_names_give_close_matches(capsys: pytest.CaptureFixture[str]):
 
 def test_flags_build_the_config(tiny_config):
     config, command = parse_train([*TRAIN[1:], "--steps", "4", "--out", "somewhere", *TINY])
-    assert config == tiny_config
+    # The algorithm is chosen from the kinds of task and model, and named.
+    assert config == dataclasses.replace(
+        tiny_config, algorithm_name="bilevel", algorithm=BilevelConfig()
+    )
     assert command.out == pathlib.Path("somewhere") and not command.resume
     assert not command.progress
+
+
+def test_the_algorithm_flag(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path):
+    config, _ = parse_train([*TRAIN[1:], "--algorithm", "bilevel", "--out", "x", *TINY])
+    assert config.algorithm_name == "bilevel"
+    assert _exit_code([*TRAIN, "--algorithm", "bilevl", "--out", str(tmp_path / "a")]) == 2
+    assert "Unknown algorithm 'bilevl'; the algorithms are bilevel, in-context" in (
+        capsys.readouterr().err
+    )
+    out = tmp_path / "b"
+    assert _exit_code([*TRAIN, "--algorithm", "in-context", "--out", str(out), *TINY]) == 1
+    err = capsys.readouterr().err
+    assert "Algorithm 'in-context' cannot train LinearHypernet on Hyperteacher" in err
+    assert "its model must be an instance of AbstractInContextLearner" in err
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(

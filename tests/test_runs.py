@@ -288,6 +288,7 @@ def test_non_finite_loss_stops_the_run(monkeypatch: pytest.MonkeyPatch, tmp_path
     message = str(info.value)
     assert "non-finite at step 3" in message
     assert "last good checkpoint (step 2)" in message
+    assert "The loss itself overflowed (0 step(s) with a non-finite gradient" in message
     assert len(calls) == 2
     assert Checkpoints(out).steps() == [0, 2]
     assert [r["step"] for r in runs.run.read_metrics(out)] == [2]
@@ -428,3 +429,30 @@ def test_config_validation():
         OuterConfig(meta_batch=0)
     with pytest.raises(ValueError, match=r"eval.every \(3\) must be a multiple"):
         make_tiny_config(eval_every=3)
+
+
+def test_divergence_after_skipped_gradients_names_the_cause(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+):
+    """Gradients went non-finite first (and were skipped) while the loss was finite, then the
+    loss: the message says so, counts the skipped steps and names the inner Adam's eps_root."""
+    real = runs.run.train_chunk
+    calls = []
+
+    def gradients_then_loss(*args, **kwargs):
+        state, metrics = real(*args, **kwargs)
+        calls.append(None)
+        if len(calls) == 2:  # steps 2 and 3 (counted from 0): non-finite gradients, skipped
+            metrics = {**metrics, "grad_finite": metrics["grad_finite"] * 0}
+        if len(calls) == 3:  # step 5: the loss
+            metrics = {**metrics, "loss": metrics["loss"].at[1].set(jnp.inf)}
+        return state, metrics
+
+    monkeypatch.setattr(runs.run, "train_chunk", gradients_then_loss)
+    with pytest.raises(TrainingDiverged) as info:
+        train(CONFIG, tmp_path / "diverged", progress=False)
+    message = str(info.value)
+    assert "non-finite at step 5" in message
+    assert "gradient became non-finite first, at step 2" in message
+    assert "2 step(s) with a non-finite gradient were skipped" in message
+    assert "--inner.eps-root" in message and "last good checkpoint (step 4)" in message

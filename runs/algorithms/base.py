@@ -33,7 +33,9 @@ class AbstractAlgorithm(eqx.Module):
         why not, in a sentence."""
         for what, obj, kind in (("task", task, cls.task_kind), ("model", model, cls.model_kind)):
             if not isinstance(obj, kind):
-                return f"its {what} must be a {kind.__name__}; {type(obj).__name__} is not one"
+                return (
+                    f"its {what} must be an instance of {kind.__name__}, not {type(obj).__name__}"
+                )
         return None
 
     @abc.abstractmethod

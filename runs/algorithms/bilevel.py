@@ -79,14 +79,14 @@ class Bilevel(AbstractEpisodic):
         `zoo.AbstractIdentifiable` model, the `"identification"` metrics (see
         `identification`)."""
         results = self.evaluate_pools(task, model, key, settings)
-        if isinstance(model, AbstractIdentifiable):
+        if isinstance(model, AbstractIdentifiable) and isinstance(model, AbstractMetaLearner):
             results["identification"] = self.identification(task, model, key, settings)
         return results
 
     def identification(
         self,
         task: AbstractTask,
-        model: AbstractIdentifiable,
+        model: AbstractMetaLearner,
         key: PRNGKeyArray,
         settings: EvalConfig,
     ) -> dict[str, float]:
@@ -122,7 +122,7 @@ class Bilevel(AbstractEpisodic):
 def collect_embeddings(
     algorithm: Bilevel,
     task: AbstractTask,
-    model: AbstractIdentifiable,
+    model: AbstractMetaLearner,
     key: PRNGKeyArray,
     pool: str,
     num_tasks: int,
@@ -134,6 +134,7 @@ def collect_embeddings(
 
     def one(key):
         episode, adapted = algorithm.adapted(task, frozen, key, pool, algorithm.eval_inner)
+        assert isinstance(adapted, AbstractIdentifiable)
         return adapted.embedding(), episode.latent
 
     def one_batch(keys):
