@@ -117,6 +117,8 @@ class EvalConfig:
     outputs, e.g. Lake 2019's SCAN test sets), as the `test_episodes` pool."""
     query_batch: int = 512
     """Queries of a test episode decoded at once (bounds evaluation memory)."""
+    pools: tuple[str, ...] = ()
+    """Evaluate only these pools of the task (default: every pool other than `train`)."""
 
     def __post_init__(self):
         if self.every < 0 or self.tasks < 1 or self.batch < 1 or self.query_batch < 1:

@@ -189,6 +189,12 @@ def prepare(config: TrainConfig, out: Path, resume: bool) -> TrainConfig:
         task, model = eqx.filter_eval_shape(build, config)
     except ValueError as error:
         raise RunError(str(error)) from None
+    unknown = [pool for pool in config.eval.pools if pool not in task.pools()]
+    if unknown:
+        raise RunError(
+            f"eval.pools names {unknown}, which the task does not have; its pools are "
+            f"{list(task.pools())}."
+        )
     config = with_algorithm(config, task, model)
     try:  # the algorithm's own checks (e.g. the model's labels)
         eqx.filter_eval_shape(lambda t, m: build_algorithm(config, t, m), task, model)

@@ -80,11 +80,12 @@ class AbstractEpisodic(AbstractAlgorithm):
     def evaluate_pools(
         self, task: AbstractTask, model: PyTree, key: PRNGKeyArray, config: EvalConfig
     ) -> dict[str, dict[str, float]]:
-        """Mean query metrics over `config.tasks` tasks of every pool but `"train"`, `pool i`
-        drawn from `fold_in(key, i)`: the same tasks at every call with the same key."""
+        """Mean query metrics over `config.tasks` tasks of every pool but `"train"` (or of
+        `config.pools`), pool `i` drawn from `fold_in(key, i)`: the same tasks at every call
+        with the same key."""
         results = {}
         for i, pool in enumerate(task.pools()):
-            if pool == "train":
+            if pool == "train" or (config.pools and pool not in config.pools):
                 continue
             metrics = evaluate_pool(
                 self,
