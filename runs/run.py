@@ -318,16 +318,17 @@ def _divergence_message(
     if first_bad_grad is not None and first_bad_grad < bad:
         cause = (
             f"The gradient became non-finite first, at step {first_bad_grad}, while the loss "
-            f"was still finite: {skipped} step(s) with a non-finite gradient were skipped "
-            "(up to --outer.max-nonfinite in a row), then the parameters went non-finite. In "
+            f"was still finite: {skipped} step(s) before it had a non-finite gradient (skipped, "
+            "up to --outer.max-nonfinite in a row; then one is applied and the parameters go "
+            "non-finite). In "
             "bilevel runs this is usually the second-order gradient through the inner Adam's "
             "square root at zero (a dead ReLU unit): raise --inner.eps-root (the authors use "
             "float32 epsilon, 1.2e-7) or pass --inner.mode first-order."
         )
     else:
         cause = (
-            f"The loss itself overflowed ({skipped} step(s) with a non-finite gradient had "
-            "been skipped before it): lower --outer.lr or --inner.lr, or clip gradients harder "
+            f"The loss itself overflowed ({skipped} step(s) with a non-finite gradient "
+            "before it): lower --outer.lr or --inner.lr, or clip gradients harder "
             "(--outer.clip)."
         )
     return (
@@ -414,13 +415,16 @@ def train(
             length = min(per_call - step % per_call, total - step)
             state, metrics = train_chunk(algorithm, task, state, length)
             metrics = {k: np.asarray(v) for k, v in metrics.items()}
+            finite = np.isfinite(metrics["loss"])
+            # Steps up to the first non-finite loss (all of them if there is none).
+            upto = length if finite.all() else int(np.argmin(finite))
             if "grad_finite" in metrics:
-                bad_grads = np.flatnonzero(metrics["grad_finite"] == 0)
+                bad_grads = np.flatnonzero(metrics["grad_finite"][:upto] == 0)
                 if bad_grads.size and first_bad_grad is None:
                     first_bad_grad = step + int(bad_grads[0])
                 skipped += int(bad_grads.size)
-            if not np.all(np.isfinite(metrics["loss"])):
-                bad = step + int(np.argmin(np.isfinite(metrics["loss"])))
+            if not finite.all():
+                bad = step + upto
                 raise TrainingDiverged(
                     _divergence_message(
                         bad, first_bad_grad, skipped, last_good, checkpoints.directory

@@ -454,5 +454,5 @@ def test_divergence_after_skipped_gradients_names_the_cause(
     message = str(info.value)
     assert "non-finite at step 5" in message
     assert "gradient became non-finite first, at step 2" in message
-    assert "2 step(s) with a non-finite gradient were skipped" in message
+    assert "2 step(s) before it had a non-finite gradient" in message
     assert "--inner.eps-root" in message and "last good checkpoint (step 4)" in message
