@@ -157,3 +157,21 @@ def test_pool_masks(task):
 def test_bad_configs(fields, message):
     with pytest.raises(ValueError, match=message):
         CompositionalPreferencesConfig(**fields)
+
+
+def test_registered_spec_builds_the_task():
+    import plugins
+    from plugins.builtin import compositional_preferences
+
+    # Under the built-in distribution's name, so that it coincides with the entry point once
+    # the package is reinstalled.
+    plugins.register(compositional_preferences, dist="zoo")
+    try:
+        spec = plugins.task_spec("compositional-preferences")
+        task = spec.load()(spec.config(split="non-compositional"), key=jax.random.key(0))
+        assert len(task.train_masks) == 63
+        assert task.io == task.io.__class__(
+            x_shape=(490,), x_dtype="float32", y_shape=(5,), y_dtype="float32", out_features=5
+        )
+    finally:
+        plugins.reset()
