@@ -13,7 +13,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-MOVES: Int[Array, "4 2"] = jnp.array([[-1, 0], [0, 1], [1, 0], [0, -1]], dtype=jnp.int32)
+# Concrete even when this module is first imported while JAX traces (a factory called under
+# `eqx.filter_eval_shape` imports its task module lazily).
+with jax.ensure_compile_time_eval():
+    MOVES: Int[Array, "4 2"] = jnp.array([[-1, 0], [0, 1], [1, 0], [0, -1]], dtype=jnp.int32)
 """The four moves, in this order: UP (-1, 0), RIGHT (0, +1), DOWN (+1, 0), LEFT (0, -1)."""
 
 MOVE_NAMES: tuple[str, ...] = ("UP", "RIGHT", "DOWN", "LEFT")
@@ -86,7 +89,9 @@ def bfs_distances(walls: Bool[Array, "h w"], target: Int[Array, "2"]) -> Int[Arr
         new = jnp.where(free, jnp.minimum(best, far), far)
         return new, jnp.any(new != dist)
 
-    dist, _ = jax.lax.while_loop(lambda s: s[1], relax, (dist, jnp.array(True)))
+    # The first relaxation is peeled off so that the loop's carry already has the type of the
+    # body's output (under `shard_map`, whether it varies over devices).
+    dist, _ = jax.lax.while_loop(lambda s: s[1], relax, relax((dist, None)))
     return dist
 
 
@@ -138,7 +143,12 @@ def value_iteration(
     def backup(_, q):
         return rewards + discount * q.max(axis=-1)[next_state]
 
-    return jax.lax.fori_loop(0, backups, backup, jnp.zeros_like(rewards))
+    q = jnp.zeros_like(rewards)
+    if backups == 0:
+        return q
+    # The first backup is peeled off so that the loop's carry already has the type of the
+    # body's output (under `shard_map`, whether it varies over devices).
+    return jax.lax.fori_loop(1, backups, backup, backup(0, q))
 
 
 PALETTE: np.ndarray = np.array(

@@ -335,9 +335,11 @@ class CompositionalPreferences(AbstractTask):
             s_next = jnp.where(done, s, next_state[s, a])
             return (s_next, done | (a == 0)), (s, ~done)
 
-        _, (states, valid) = jax.lax.scan(
-            step, (start, jnp.array(False)), None, length=self.config.horizon
-        )
+        # The first step is peeled off so that the scan's carry already has the type of the
+        # body's output (under `shard_map`, whether it varies over devices).
+        carry, first = step((start, jnp.array(False)), None)
+        _, rest = jax.lax.scan(step, carry, None, length=self.config.horizon - 1)
+        states, valid = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, rest)
         return states, valid
 
     def demonstrate(
@@ -395,7 +397,8 @@ class CompositionalPreferences(AbstractTask):
 
 def make(config: CompositionalPreferencesConfig, *, key: PRNGKeyArray) -> CompositionalPreferences:
     """Build the compositional preferences task: the module bank and (for
-    `"compositional"`) the split permutation from `key`.
+    `"compositional"`) the split permutation from `key`. Traceable (e.g. under
+    `eqx.filter_eval_shape`); the split's coverage check runs when `key` is concrete.
 
     **Arguments:**
 
@@ -408,13 +411,21 @@ def make(config: CompositionalPreferencesConfig, *, key: PRNGKeyArray) -> Compos
     """
     c = config
     k_bank, k_split = jax.random.split(key)
-    n = len(all_masks(c.num_modules, c.max_active))
-    permutation = (
-        np.asarray(jax.random.permutation(k_split, n)) if c.split == "compositional" else None
-    )
-    train, ood = make_split(
-        c.num_modules, c.max_active, c.split, permutation, c.ood_fraction, c.held_out
-    )
+    masks = all_masks(c.num_modules, c.max_active)
+    n = len(masks)
+    if c.split == "compositional":
+        permutation = jax.random.permutation(k_split, n)
+        try:
+            concrete = np.asarray(permutation)
+        except jax.errors.TracerArrayConversionError:
+            # Traced (e.g. under `eqx.filter_eval_shape`): the same pools, unchecked.
+            n_ood = int(n * c.ood_fraction)
+            shuffled = jnp.asarray(masks)[permutation]
+            train, ood = shuffled[: n - n_ood], shuffled[n - n_ood :]
+        else:
+            train, ood = make_split(c.num_modules, c.max_active, c.split, concrete, c.ood_fraction)
+    else:
+        train, ood = make_split(c.num_modules, c.max_active, c.split, held_out=c.held_out)
     walls = jnp.asarray(WALLS)
     cells = jnp.asarray(FREE_CELLS)
     deltas = jnp.concatenate([jnp.zeros((1, 2), jnp.int32), MOVES])
