@@ -127,3 +127,29 @@ def test_render():
     assert img.shape == (18, 24, 3) and img.dtype == np.uint8
     assert (img[0, 0] != img[17, 0]).any()  # wall differs from floor
     assert (img[3 + 6, 3 + 6] == 0).all()  # agent centre is black
+
+
+def test_loops_inside_shard_map():
+    # Layout and tables marked device-varying (as the engine marks a task's arrays), the
+    # target and initial values not: the loop carries must still type-check.
+    from runs.sharding import make_mesh, sharded_mean
+
+    rng = np.random.default_rng(4)
+    walls = jnp.asarray(_random_layout(rng))
+    rewards = jnp.asarray(rng.normal(size=(5, 2)).astype(np.float32))
+    next_state = jnp.asarray(rng.integers(0, 5, size=(5, 2)).astype(np.int32))
+
+    def fn(tree, share):
+        w, r, n = tree
+        dist = bfs_distances(w, jnp.array([0, 0]))
+        q = value_iteration(r, n, 0.9, 3)
+        return jnp.sum(dist).astype(jnp.float32) + q.sum() + share.sum()
+
+    mesh = make_mesh(None, 2)
+    tables = (walls, rewards, next_state)
+    out = jax.jit(lambda t, s: sharded_mean(fn, mesh, t, s))(tables, jnp.zeros((2,)))
+    expected = (
+        _python_bfs(np.asarray(walls), (0, 0)).sum()
+        + _numpy_value_iteration(np.asarray(rewards), np.asarray(next_state), 0.9, 3).sum()
+    )
+    np.testing.assert_allclose(float(out), expected, rtol=1e-5)

@@ -1,5 +1,6 @@
 """The compositional preferences grid world (Schug et al. 2024, Section 4.2; spec A1)."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -175,3 +176,21 @@ def test_registered_spec_builds_the_task():
         )
     finally:
         plugins.reset()
+
+
+def test_sample_inside_shard_map():
+    # As the engine samples: task arrays marked device-varying, a key that is not.
+    from runs.sharding import make_mesh, sharded_mean
+
+    config = CompositionalPreferencesConfig(
+        shots_support=1, shots_query=1, num_objects=1, horizon=2
+    )
+    t = make(config, key=jax.random.key(0))
+    mesh = make_mesh(None, 2)
+
+    def fn(task, share):
+        ep = task.sample(jax.random.key(4))
+        return task.loss(ep.support.y["q"], ep.query.y) + share.sum()
+
+    out = eqx.filter_jit(lambda t, s: sharded_mean(fn, mesh, t, s))(t, jnp.zeros((2,)))
+    assert bool(jnp.isfinite(out))
