@@ -46,6 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
+from tasks import gridworld
 from tasks._base import AbstractTask, Episode, Split
 from tasks.config import CompositionalPreferencesConfig
 from tasks.gridworld import MOVES, move, value_iteration
@@ -379,6 +380,45 @@ class CompositionalPreferences(AbstractTask):
             support=Split(x=x[:rows], y=jax.tree.map(lambda v: v[:rows], y)),
             query=Split(x=x[rows:], y=jax.tree.map(lambda v: v[rows:], y)),
             latent=w,
+        )
+
+    def render(
+        self,
+        x: Float[Array, "t obs"] | Float[np.ndarray, "t obs"],
+        mask: Float[Array, " t"] | Float[np.ndarray, " t"] | None = None,
+        *,
+        scale: int = 16,
+    ) -> np.ndarray:
+        """A picture of one demonstrated trajectory (NumPy, not jitted; see
+        `gridworld.render`): the grid and objects of its first observation, coloured by
+        feature, the agent where it starts, and the cells it visits on the valid steps.
+
+        **Arguments:**
+
+        - `x`: the trajectory's observations, `[t, obs]` (e.g. `horizon` consecutive rows
+            of a split's `x`).
+        - `mask`: its validity mask (`y["mask"]` of the same rows); all valid if omitted.
+        - `scale`: pixels per cell side.
+
+        **Returns:**
+
+        A `uint8` array `[7 * scale, 7 * scale, 3]`.
+        """
+        f = self.config.num_features
+        h, w = self.walls.shape
+        grid = np.asarray(x, np.float32).reshape(-1, h, w, f + 2)
+        valid = np.ones(len(grid), bool) if mask is None else np.asarray(mask) > 0
+        first = grid[0]
+        objects = np.argwhere(first[..., :f].sum(-1) > 0)
+        types = first[objects[:, 0], objects[:, 1], :f].argmax(-1)
+        agents = [np.argwhere(g[..., f] > 0)[0] for g in grid[valid]]
+        return gridworld.render(
+            first[..., f + 1] > 0,
+            agent=agents[0] if agents else None,
+            objects=objects,
+            object_types=types,
+            path=np.array(agents, int).reshape(-1, 2),
+            scale=scale,
         )
 
     def loss(self, pred: Float[Array, "n 5"], y: dict[str, Array]) -> Float[Array, ""]:  # pyright: ignore[reportIncompatibleMethodOverride]

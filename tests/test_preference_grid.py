@@ -194,3 +194,10 @@ def test_sample_inside_shard_map():
 
     out = eqx.filter_jit(lambda t, s: sharded_mean(fn, mesh, t, s))(t, jnp.zeros((2,)))
     assert bool(jnp.isfinite(out))
+
+
+def test_render_a_trajectory(task):
+    ep = jax.jit(lambda k: task.sample(k))(jax.random.key(5))
+    img = task.render(ep.support.x[:8], ep.support.y["mask"][:8], scale=4)
+    assert img.shape == (28, 28, 3) and img.dtype == np.uint8
+    assert (img[:4, :4] == img[-4:, -4:]).all()  # wall corners alike
