@@ -201,3 +201,13 @@ def test_render_a_trajectory(task):
     img = task.render(ep.support.x[:8], ep.support.y["mask"][:8], scale=4)
     assert img.shape == (28, 28, 3) and img.dtype == np.uint8
     assert (img[:4, :4] == img[-4:, -4:]).all()  # wall corners alike
+
+
+def test_build_is_traceable_and_codes():
+    config = CompositionalPreferencesConfig()
+    key = jax.random.key(0)
+    shapes = eqx.filter_eval_shape(make, config, key=key)
+    assert shapes.train_masks.shape == (69, 8) and shapes.ood_masks.shape == (23, 8)
+    binary = make(CompositionalPreferencesConfig(continuous=False), key=key)
+    mask = binary.train_masks[0]
+    np.testing.assert_array_equal(binary.code(key, mask), mask)
