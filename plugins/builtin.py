@@ -88,3 +88,13 @@ mutual_exclusivity = TaskSpec(
     factory="tasks.scan_episodes:make_me",
     description="Mutual exclusivity: pseudowords to meanings, one word unseen (Lake 2019, 4.2)",
 )
+
+# Schug et al. 2024 grid worlds (kept together, at the end, for easy merging).
+from tasks.config import CompositionalPreferencesConfig  # noqa: E402
+
+compositional_preferences = TaskSpec(
+    name="compositional-preferences",
+    config=CompositionalPreferencesConfig,
+    factory="tasks.preference_grid:make",
+    description="Compositional preferences grid world: rewards from composed preference modules (Schug et al. 2024, 4.2, C.3)",
+)

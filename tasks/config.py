@@ -220,3 +220,100 @@ class MutualExclusivityConfig:
     def __post_init__(self):
         if self.num_query < 1:
             raise ValueError(f"task.num_query must be >= 1, got {self.num_query}.")
+
+
+PreferenceSplit = Literal["compositional", "non-compositional", "connected", "disconnected"]
+
+_PREFERENCE_FREE_CELLS = 19  # free cells of the fixed 7x7 four-room layout
+
+
+def _comb(n: int, k: int) -> int:
+    from math import comb
+
+    return comb(n, k)
+
+
+@dataclasses.dataclass(frozen=True)
+class CompositionalPreferencesConfig:
+    """The compositional preferences grid world of Schug et al. 2024 (Section 4.2, App. C.3).
+
+    A fixed 7x7 four-room grid with `num_objects` objects of `num_features` colours; a task is a
+    preference vector composed of 1..K of M modules (`w`, continuous weights on a mask), the
+    targets the optimal action values along an optimal rollout. The module bank and the
+    'compositional' split come from the factory's key.
+    """
+
+    split: PreferenceSplit = "compositional"
+    """Which masks train and which are OOD (Fig. 4B: connected/disconnected, K=2; Fig. 4C:
+    compositional/non-compositional, K=3)."""
+    num_modules: int = 8
+    """M: number of preference modules (rows of the module bank)."""
+    num_features: int = 8
+    """Number of object features (colours)."""
+    num_objects: int = 4
+    """Objects per grid instance."""
+    max_active: int = 3
+    """K: at most this many modules are active in a task's mask."""
+    continuous: bool = True
+    """Continuous weights in (0.5, 1) on the active modules; else the 0/1 mask itself."""
+    discount: float = 0.9
+    """Discount factor of the value iteration."""
+    horizon: int = 8
+    """Bellman backups of the value iteration and steps of each demonstrated rollout."""
+    shots_support: int = 16
+    """Demonstrated trajectories (fresh instances) per support set."""
+    shots_query: int = 16
+    """Demonstrated trajectories (fresh instances) per query set."""
+    ood_fraction: float = 0.25
+    """Fraction of all masks held out as OOD by the 'compositional' split."""
+    held_out: int = 7
+    """The module whose masks are OOD in the 'non-compositional' split."""
+
+    def __post_init__(self) -> None:
+        m, k = self.num_modules, self.max_active
+        if self.split not in _SPLITS:
+            raise ValueError(f"split={self.split!r} is unknown; use one of {', '.join(_SPLITS)}.")
+        if m < 2:
+            raise ValueError(f"num_modules={m} is too small; set num_modules >= 2.")
+        if not 1 <= k <= m:
+            raise ValueError(
+                f"max_active={k} must lie in 1..num_modules={m}; set max_active between 1 "
+                f"and {m} (or raise num_modules)."
+            )
+        for name in ("num_features", "num_objects", "horizon", "shots_support", "shots_query"):
+            value = getattr(self, name)
+            if value < 1:
+                raise ValueError(f"{name}={value} must be positive; set {name} >= 1.")
+        if self.num_objects > _PREFERENCE_FREE_CELLS - 1:
+            raise ValueError(
+                f"num_objects={self.num_objects} does not fit: the grid has "
+                f"{_PREFERENCE_FREE_CELLS} free cells, one of them the agent's; set "
+                f"num_objects <= {_PREFERENCE_FREE_CELLS - 1} (the paper uses 4)."
+            )
+        if self.num_objects > 12:
+            raise ValueError(
+                f"num_objects={self.num_objects} gives {_PREFERENCE_FREE_CELLS} * 2^"
+                f"{self.num_objects} states per instance; set num_objects <= 12."
+            )
+        if not 0.0 <= self.discount <= 1.0:
+            raise ValueError(f"discount={self.discount} must lie in [0, 1]; set e.g. 0.9.")
+        if self.split == "compositional":
+            n = sum(_comb(m, h) for h in range(1, k + 1))
+            n_ood = int(n * self.ood_fraction)
+            if not 0.0 < self.ood_fraction < 1.0 or not 1 <= n_ood <= n - 1:
+                raise ValueError(
+                    f"ood_fraction={self.ood_fraction} of {n} masks leaves {n_ood} OOD and "
+                    f"{n - n_ood} training masks; both must be >= 1: set ood_fraction "
+                    "strictly between 0 and 1, nearer 0.5, or raise num_modules / max_active."
+                )
+        if self.split == "non-compositional" and not 0 <= self.held_out < m:
+            raise ValueError(
+                f"held_out={self.held_out} is not a module index, so the OOD split would be "
+                f"empty; set held_out in 0..{m - 1}."
+            )
+        if self.split in ("connected", "disconnected") and (k != 2 or m % 2 or m <= 4):
+            raise ValueError(
+                f"split={self.split!r} is defined for max_active=2 and an even "
+                f"num_modules > 4 (got max_active={k}, num_modules={m}); set max_active=2 "
+                "and num_modules to 6, 8, ..."
+            )

@@ -21,7 +21,12 @@ import runs
 from runs import algorithms
 from runs.config import EvalConfig, InnerConfig, OuterConfig, RunConfig, TrainConfig
 from runs.run import build, evaluate_all
-from tasks.config import MutualExclusivityConfig, ScanEpisodesConfig, TeacherStudentConfig
+from tasks.config import (
+    CompositionalPreferencesConfig,
+    MutualExclusivityConfig,
+    ScanEpisodesConfig,
+    TeacherStudentConfig,
+)
 from zoo import AbstractInContextLearner
 from zoo.config import (
     ANILConfig,
@@ -44,6 +49,9 @@ TINY_TASKS = {
     ),
     "scan": ScanEpisodesConfig(num_query=4),
     "mutual-exclusivity": MutualExclusivityConfig(num_query=4),
+    "compositional-preferences": CompositionalPreferencesConfig(
+        shots_support=2, shots_query=2, horizon=3
+    ),
 }
 TINY_MODELS = {
     "linear-hypernet": TINY_MODEL,
