@@ -3,6 +3,7 @@
 Only configuration modules are imported here (no JAX)."""
 
 from tasks.config import (
+    CompositionalGoalsConfig,
     HyperteacherConfig,
     MutualExclusivityConfig,
     ScanEpisodesConfig,
@@ -87,4 +88,11 @@ mutual_exclusivity = TaskSpec(
     config=MutualExclusivityConfig,
     factory="tasks.scan_episodes:make_me",
     description="Mutual exclusivity: pseudowords to meanings, one word unseen (Lake 2019, 4.2)",
+)
+
+compositional_goals = TaskSpec(
+    name="compositional-goals",
+    config=CompositionalGoalsConfig,
+    factory="tasks.goal_grid:make",
+    description="Compositional goals grid world: imitate shortest paths to (quadrant, interaction, maze, object) goals (Schug et al. 2024, 4.3, C.4)",
 )
