@@ -344,14 +344,16 @@ def shortest_path_tables(
     """Per maze and target cell, the BFS distances of every cell to the target and the greedy
     moves towards it (`gridworld.bfs_distances`, `gridworld.greedy_moves`), as NumPy arrays."""
     _, h, w = walls.shape
-    targets = np.stack(np.unravel_index(np.arange(h * w), (h, w)), axis=-1).astype(np.int32)
+    cells = np.stack(np.unravel_index(np.arange(h * w), (h, w)), axis=-1).astype(np.int32)
 
-    def per_maze(wall):
+    def per_maze(wall: Bool[Array, "h w"], targets: Int[Array, "cells 2"]):
         dist = jax.vmap(bfs_distances, in_axes=(None, 0))(wall, targets)
         return dist, jax.vmap(greedy_moves, in_axes=(None, 0))(wall, dist)
 
     with jax.ensure_compile_time_eval():  # concrete even while the task is built abstractly
-        dist, moves = jax.vmap(per_maze)(np.asarray(walls, bool))
+        dist, moves = jax.vmap(per_maze, in_axes=(0, None))(
+            jnp.asarray(walls, bool), jnp.asarray(cells)
+        )
         return np.asarray(dist, np.int32), np.asarray(moves, np.int32)
 
 

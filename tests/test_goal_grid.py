@@ -2,6 +2,7 @@
 
 import collections
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -192,3 +193,9 @@ def test_registered_spec_builds_the_task():
     spec = plugins.task_spec("compositional-goals")
     assert spec.config is CompositionalGoalsConfig
     assert spec.load() is make
+
+
+def test_builds_abstractly_as_the_engine_does():
+    task = eqx.filter_eval_shape(make, CompositionalGoalsConfig(), key=jax.random.key(0))
+    assert task.dist.shape == (5, 121, 11, 11)
+    assert task.train_goals.shape == (150, 4)
