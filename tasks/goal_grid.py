@@ -21,7 +21,8 @@ Details follow `shared/reference/schug_gridworlds.md` (section A2: the authors' 
   uniform over the free cells at least `grid_size` shortest-path steps from it; distractors (of
   the other types, with replacement) at distinct free cells, which may coincide with the goal
   or the agent cell (as the authors': a distractor on the goal cell overwrites its object
-  channel). Actions: 0-3 moves (`gridworld.MOVES`: UP, RIGHT, DOWN, LEFT), 4 + i interaction i.
+  channel). Actions: 0-3 moves (`MOVE_DELTAS`, the rows of `gridworld.MOVES`: UP, RIGHT,
+  DOWN, LEFT), 4 + i interaction i.
   The demonstrated action at each step is the goal-rooted greedy move (the first move in that
   order that decreases the BFS distance to the goal), then the goal's interaction on the goal
   cell. **Deviation:** the authors follow the Dijkstra predecessor tree rooted at the start,
@@ -48,13 +49,18 @@ from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from tasks._base import AbstractTask, Episode, Split
 from tasks.config import CompositionalGoalsConfig
-from tasks.gridworld import MOVES, bfs_distances, greedy_moves, move
+from tasks.gridworld import bfs_distances, greedy_moves, move
 from zoo.io import IOSpec
 
 SplitKind = Literal["compositional", "non-compositional"]
 
 NUM_QUADRANTS = 4
 NUM_MOVES = 4
+
+MOVE_DELTAS: Int[np.ndarray, "4 2"] = np.array([[-1, 0], [0, 1], [1, 0], [0, -1]], np.int32)
+"""The rows of `gridworld.MOVES` (UP, RIGHT, DOWN, LEFT) as a NumPy constant: the task is built
+under `eqx.filter_eval_shape`, which may be where `tasks.gridworld` is first imported, and a
+JAX array made at import time there would be a leaked tracer."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -277,15 +283,14 @@ class CompositionalGoals(AbstractTask):
             pos, done = carry
             greedy = table[pos[0], pos[1]]
             action = jnp.where(greedy < 0, act, greedy)
-            new_pos = move(walls, pos, MOVES[jnp.maximum(greedy, 0)])
+            new_pos = move(walls, pos, jnp.asarray(MOVE_DELTAS)[jnp.maximum(greedy, 0)])
             new_pos = jnp.where(greedy < 0, pos, new_pos)
             success = (action == act) & jnp.all(pos == goal_pos)
             return (new_pos, done | success), (pos, action, ~done)
 
         start = jnp.stack([agent_cell // g, agent_cell % g])
-        _, (pos, action, valid) = jax.lax.scan(
-            step, (start, jnp.array(False)), None, length=c.max_len
-        )
+        not_done = agent_cell < 0  # False, and varying like the key under shard_map
+        _, (pos, action, valid) = jax.lax.scan(step, (start, not_done), None, length=c.max_len)
         agent = (jnp.arange(g)[None, :, None] == pos[:, 0, None, None]) & (
             jnp.arange(g)[None, None, :] == pos[:, 1, None, None]
         )

@@ -11,7 +11,8 @@ import pytest
 import plugins
 from plugins.builtin import compositional_goals
 from tasks.config import CompositionalGoalsConfig
-from tasks.goal_grid import all_goals, generate_maze, make, make_split
+from tasks.goal_grid import MOVE_DELTAS, all_goals, generate_maze, make, make_split
+from tasks.gridworld import MOVES
 
 # The 7x7 maze of the authors' test (tests/data/envs/test_grid.py, test_step: maze 2 of seed
 # 2022, i.e. generate_random_maze(7, seed=2024)); their goal and agent cells read as free.
@@ -199,3 +200,7 @@ def test_builds_abstractly_as_the_engine_does():
     task = eqx.filter_eval_shape(make, CompositionalGoalsConfig(), key=jax.random.key(0))
     assert task.dist.shape == (5, 121, 11, 11)
     assert task.train_goals.shape == (150, 4)
+
+
+def test_move_deltas_are_the_shared_moves():
+    np.testing.assert_array_equal(MOVE_DELTAS, np.asarray(MOVES))
