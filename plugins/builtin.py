@@ -3,6 +3,8 @@
 Only configuration modules are imported here (no JAX)."""
 
 from tasks.config import (
+    CompositionalGoalsConfig,
+    CompositionalPreferencesConfig,
     HyperteacherConfig,
     MutualExclusivityConfig,
     ScanEpisodesConfig,
@@ -89,12 +91,16 @@ mutual_exclusivity = TaskSpec(
     description="Mutual exclusivity: pseudowords to meanings, one word unseen (Lake 2019, 4.2)",
 )
 
-# Schug et al. 2024 grid worlds (kept together, at the end, for easy merging).
-from tasks.config import CompositionalPreferencesConfig  # noqa: E402
-
 compositional_preferences = TaskSpec(
     name="compositional-preferences",
     config=CompositionalPreferencesConfig,
     factory="tasks.preference_grid:make",
     description="Compositional preferences grid world: rewards from composed preference modules (Schug et al. 2024, 4.2, C.3)",
+)
+
+compositional_goals = TaskSpec(
+    name="compositional-goals",
+    config=CompositionalGoalsConfig,
+    factory="tasks.goal_grid:make",
+    description="Compositional goals grid world: imitate shortest paths to (quadrant, interaction, maze, object) goals (Schug et al. 2024, 4.3, C.4)",
 )

@@ -317,3 +317,75 @@ class CompositionalPreferencesConfig:
                 f"num_modules > 4 (got max_active={k}, num_modules={m}); set max_active=2 "
                 "and num_modules to 6, 8, ..."
             )
+
+
+CompositionalGoalsSplit = Literal["compositional", "non-compositional"]
+
+
+@dataclasses.dataclass(frozen=True)
+class CompositionalGoalsConfig:
+    """The compositional goals grid world of Schug et al. 2024 (Section 4.3, Appendix C.4).
+
+    A goal is a (quadrant, interaction, maze, object) combination; the data of a task are
+    demonstrations: shortest paths through the goal's maze to an object of the goal's type in
+    the goal's quadrant, ended by the goal's interaction. `seed` fixes the mazes (maze i is
+    generated from `seed + i`) and the 'compositional' split, as the authors' run seed does.
+    """
+
+    split: CompositionalGoalsSplit = "compositional"
+    """'compositional': a random `ood_fraction` of the goals is OOD (every factor value still
+    trains); 'non-compositional': every goal in the last quadrant is OOD."""
+    grid_size: int = 11
+    """Side of the square grid (odd, > 5)."""
+    num_mazes: int = 5
+    """Number of mazes (one factor of a goal)."""
+    num_objects: int = 5
+    """Number of object types (one factor of a goal)."""
+    num_distractors: int = 4
+    """Distractor objects per demonstration, of the other types, drawn with replacement."""
+    num_interactions: int = 2
+    """Number of interaction actions (one factor of a goal); actions = 4 moves + these."""
+    ood_fraction: float = 0.25
+    """Fraction of the goals held out as OOD by the 'compositional' split."""
+    max_len: int = 120
+    """Rows per demonstration (padding masked); must hold the longest demonstration."""
+    seed: int = 2020
+    """Seed of the mazes (maze i from seed + i) and of the 'compositional' split."""
+
+    def __post_init__(self) -> None:
+        if self.split not in ("compositional", "non-compositional"):
+            raise ValueError(
+                f"split={self.split!r} is unknown; use 'compositional' or 'non-compositional'."
+            )
+        g = self.grid_size
+        if g % 2 == 0 or g <= 5:
+            raise ValueError(
+                f"grid_size={g}: the maze generator needs an odd size > 5; set grid_size to "
+                "7, 9, 11 (the paper), ..."
+            )
+        for name in ("num_mazes", "num_interactions"):
+            value = getattr(self, name)
+            if value < 1:
+                raise ValueError(f"{name}={value} must be positive; set {name} >= 1.")
+        if self.num_objects < 2:
+            raise ValueError(
+                f"num_objects={self.num_objects}: distractors take the other object types, so "
+                "at least 2 are needed; set num_objects >= 2."
+            )
+        if self.num_distractors < 0:
+            raise ValueError(
+                f"num_distractors={self.num_distractors} must be >= 0; set e.g. num_distractors=4."
+            )
+        if not 0.0 < self.ood_fraction < 1.0:
+            raise ValueError(
+                f"ood_fraction={self.ood_fraction} must lie strictly between 0 and 1; "
+                "set e.g. ood_fraction=0.25."
+            )
+        if self.max_len < g + 1:
+            raise ValueError(
+                f"max_len={self.max_len} cannot hold a demonstration: the agent starts at least "
+                f"grid_size={g} steps from the goal, so a demonstration has >= {g + 1} steps; "
+                f"set max_len >= {g + 1} (the paper uses {g * g - 1})."
+            )
+        if self.seed < 0:
+            raise ValueError(f"seed={self.seed} must be >= 0; use a non-negative seed.")
