@@ -4,7 +4,7 @@
 installed task and model is a subcommand with its own typed flags. `zoo eval DIR` evaluates a
 saved run, `zoo list` lists the plugins, `zoo info MODEL` shows a model's parameter counts,
 `zoo presets` shows the paper presets, `zoo sweep` / `zoo report` run and summarize grids of
-runs.
+runs, `zoo show TASK` draws a few episodes of a task.
 """
 
 import dataclasses
@@ -33,6 +33,8 @@ commands:
   report DIR                 collect a sweep's runs into results.csv, summary.csv, figure.png
   sweeps                     list the named sweeps
   scan SPLIT [--out DIR]     write a SCAN split (generated) in SCAN's own file format
+  show TASK [flags]          draw a few episodes of TASK as a PNG (--pool, --episodes, --seed,
+                             --out, --task.* as in zoo train; the grid worlds draw themselves)
 """
 
 
@@ -453,6 +455,83 @@ def _scan(argv: list[str]) -> int:
     return 0
 
 
+def show_command_type(task_spec: Any) -> type:
+    """The dataclass tyro turns into `zoo show TASK`: the task's config (the `--task.*` flags,
+    as in `zoo train`) and the picture's settings."""
+    fields = [
+        ("pool", Annotated[str, tyro.conf.arg(help="Pool to draw the episodes from.")], "train"),
+        ("episodes", Annotated[int, tyro.conf.arg(help="Episodes, one row each.")], 4),
+        (
+            "seed",
+            Annotated[
+                int,
+                tyro.conf.arg(
+                    help="Seed of the task's build (as --seed of zoo train) and of the episodes."
+                ),
+            ],
+            0,
+        ),
+        ("out", Annotated[Path, tyro.conf.arg(help="PNG file to write.")], Path("show.png")),
+        (
+            "task",
+            Annotated[task_spec.config, tyro.conf.arg(help=task_spec.description)],
+            task_spec.config(),
+        ),
+    ]
+    return dataclasses.make_dataclass(
+        "show",
+        [(name, typ, dataclasses.field(default=default)) for name, typ, default in fields],
+        frozen=True,
+    )
+
+
+def _show(argv: list[str]) -> int:
+    from .run import build_task
+    from .show import NothingToShow, show
+
+    if not argv or argv[0].startswith("-"):
+        lines = ["usage: zoo show TASK [--pool NAME] [--episodes N] [--seed S] [--out FILE]", ""]
+        lines += ["tasks:"] + [f"  {e.name:<24} {e.spec.description}" for e in plugins.list_tasks()]
+        print("\n".join(lines), file=sys.stderr if not argv else sys.stdout)
+        return 2 if not argv else 0
+    task_name, argv = argv[0], argv[1:]
+    try:
+        task_spec = plugins.task_spec(task_name)
+    except plugins.PluginError as error:
+        print(f"zoo show: {error}", file=sys.stderr)
+        return 2
+    try:
+        command: Any = tyro.cli(
+            show_command_type(task_spec),
+            args=argv,
+            prog=f"zoo show {task_name}",
+            description=f"Draw a few episodes of {task_name} as a PNG.",
+        )
+        config = TrainConfig(
+            task=command.task,
+            model=None,
+            task_name=task_name,
+            run=RunConfig(seed=command.seed),
+        )
+        task = build_task(config)
+        out = show(
+            task,
+            task_name,
+            pool=command.pool,
+            episodes=command.episodes,
+            seed=command.seed,
+            out=command.out,
+        )
+    except NothingToShow as error:
+        print(f"zoo show: {error}", file=sys.stderr)
+        return 2
+    except ValueError as error:  # a config's own validation
+        print(f"zoo show: {error}", file=sys.stderr)
+        return 2
+    print(f"wrote {out}")
+    return 0
+
+
 COMMANDS = {
     "train": _train,
     "eval": _eval,
@@ -463,6 +542,7 @@ COMMANDS = {
     "report": _report,
     "sweeps": _sweeps,
     "scan": _scan,
+    "show": _show,
 }
 
 

@@ -3,6 +3,7 @@
 import abc
 
 import equinox as eqx
+import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
 from zoo.io import IOSpec
@@ -65,4 +66,12 @@ class AbstractTask(eqx.Module):
         """The ground-truth modules of the generator, `[M, fan_in, hidden]`, where the task's
         layer of a task with code `z` is `sum_m z[m] * modules[m]` (for module alignment);
         `None` where there are none to compare."""
+        return None
+
+    def show(self, episode: Episode) -> list[tuple[np.ndarray, str]] | None:
+        """Pictures of one (unbatched, concrete) episode for a person to check by eye, as
+        `(uint8 RGB image [h, w, 3], title)` panels in reading order (support before query);
+        `zoo show` lays them out. NumPy, not jitted. `None` (the default) where the task has
+        no picture of its episodes."""
+        del episode
         return None

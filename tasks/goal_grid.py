@@ -49,7 +49,7 @@ from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from tasks._base import AbstractTask, Episode, Split
 from tasks.config import CompositionalGoalsConfig
-from tasks.gridworld import bfs_distances, greedy_moves, move
+from tasks.gridworld import bfs_distances, greedy_moves, move, render, swatches
 from zoo.io import IOSpec
 
 SplitKind = Literal["compositional", "non-compositional"]
@@ -314,6 +314,54 @@ class CompositionalGoals(AbstractTask):
         return Episode(
             support=Split(x=x_s, y=y_s), query=Split(x=x_q, y=y_q), latent=self.latent(goal)
         )
+
+    def decode(self, latent: Float[Array, " latent"] | np.ndarray) -> tuple[int, ...]:
+        """The goal `(quadrant, interaction, maze, object)` of an episode's `latent`."""
+        c = self.config
+        width = max(NUM_QUADRANTS, c.num_interactions, c.num_mazes, c.num_objects)
+        return tuple(int(v) for v in np.asarray(latent).reshape(4, width).argmax(-1))
+
+    def show(self, episode: Episode, *, scale: int = 16) -> list[tuple[np.ndarray, str]]:
+        """Pictures of one (unbatched) episode (NumPy, not jitted): the support and the query
+        demonstration (the maze, the objects coloured by type, the agent's start, the cells it
+        walks through to the goal, framed), each titled with the goal (quadrant, interaction, maze,
+        object), and a key of the object colours with the goal's type framed.
+
+        **Returns:**
+
+        `(uint8 RGB image, title)` panels.
+        """
+        c = self.config
+        g, n = c.grid_size, c.num_objects
+        quadrant, interaction, maze, obj = self.decode(episode.latent)
+        code = f"quadrant {quadrant}, interaction {interaction},\nmaze {maze}, object {obj}"
+        panels = []
+        for name, split in (("support", episode.support), ("query", episode.query)):
+            grid = np.asarray(split.x, np.float32).reshape(-1, g, g, n + 2)
+            valid = np.asarray(split.y["mask"]) > 0
+            first = grid[0]
+            objects = np.argwhere(first[..., :n].sum(-1) > 0)
+            types = first[objects[:, 0], objects[:, 1], :n].argmax(-1)
+            agents = np.array(
+                [np.argwhere(frame[..., n + 1] > 0)[0] for frame in grid[valid]], int
+            ).reshape(-1, 2)
+            image = render(
+                first[..., n] > 0,
+                agent=agents[0] if len(agents) else None,
+                objects=objects,
+                object_types=types,
+                path=agents,
+                scale=scale,
+            )
+            if len(agents):  # frame the goal cell, where the demonstration ends
+                r, col = agents[-1] * scale
+                image[r : r + scale, col : col + scale][[0, 1, -2, -1], :] = 0
+                image[r : r + scale, col : col + scale][:, [0, 1, -2, -1]] = 0
+            panels.append((image, f"{name} ({int(valid.sum())} steps)\n{code}"))
+        panels.append(
+            (swatches(n, marked=obj, scale=scale), f"object types (top=0)\ngoal: type {obj}")
+        )
+        return panels
 
     def loss(self, pred: Float[Array, "n actions"], y: dict[str, Array]) -> Float[Array, ""]:
         """Softmax cross-entropy against `y["action"]`, averaged over the rows with

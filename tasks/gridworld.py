@@ -228,3 +228,50 @@ def render(
         patch = img[cell(r, c)]
         patch[disc] = _AGENT
     return img
+
+
+_POSITIVE = np.array([40, 160, 60], np.uint8)
+_NEGATIVE = np.array([210, 50, 50], np.uint8)
+
+
+def swatches(
+    count: int,
+    *,
+    values: Sequence[float] | Float[ArrayLike, " n"] | None = None,
+    marked: int | None = None,
+    scale: int = 16,
+) -> np.ndarray:
+    """A colour key (NumPy, not jitted): one row per type/feature `0..count-1`, top to bottom,
+    a square of its `PALETTE` colour, then, with `values`, a bar from a centre line (right and
+    green for positive, left and red for negative, the largest magnitude filling half the
+    width); row `marked` gets a black frame.
+
+    **Returns:**
+
+    A `uint8` array `[count * scale, 7 * scale, 3]` (`[count * scale, scale, 3]` without
+    `values`).
+    """
+    width = scale if values is None else 7 * scale
+    img = np.full((count * scale, width, 3), _FLOOR, np.uint8)
+    inset = max(scale // 6, 1)
+    for i in range(count):
+        top = i * scale
+        img[top + inset : top + scale - inset, inset : scale - inset] = PALETTE[i % len(PALETTE)]
+        if i == marked:
+            img[top : top + scale, :scale][[0, -1], :] = _AGENT
+            img[top : top + scale, :scale][:, [0, -1]] = _AGENT
+    if values is not None:
+        values = np.asarray(values, float).reshape(-1)
+        if len(values) != count:
+            raise ValueError(f"swatches: {len(values)} values for {count} rows.")
+        centre, half = 4 * scale, 3 * scale
+        img[:, centre - 1 : centre + 1] = _WALL
+        top_value = max(float(np.abs(values).max()), 1e-12)
+        for i, v in enumerate(values):
+            length = round(float(abs(v)) / top_value * (half - 1))
+            rows = slice(i * scale + inset, (i + 1) * scale - inset)
+            if v >= 0:
+                img[rows, centre + 1 : centre + 1 + length] = _POSITIVE
+            else:
+                img[rows, centre - 1 - length : centre - 1] = _NEGATIVE
+    return img

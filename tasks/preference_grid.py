@@ -421,6 +421,45 @@ class CompositionalPreferences(AbstractTask):
             scale=scale,
         )
 
+    def show(
+        self, episode: Episode, *, trajectories: int = 2, scale: int = 16
+    ) -> list[tuple[np.ndarray, str]]:
+        """Pictures of one (unbatched) episode (NumPy, not jitted): the first `trajectories`
+        demonstrations of the support, then of the query (`render`: objects coloured by
+        feature, the agent's start, the visited cells), each titled with the task code `w`
+        (the active modules and their weights), and a key of the feature colours with the
+        reward `(B^T w)[f]` of collecting each feature as a bar.
+
+        **Returns:**
+
+        `(uint8 RGB image, title)` panels.
+        """
+        horizon = self.config.horizon
+        w = np.asarray(episode.latent, np.float32)
+        rewards = np.asarray(self.preferences(jnp.asarray(w)))
+        code = "w: " + ", ".join(f"m{i}={w[i]:.2f}" for i in np.flatnonzero(w))
+        panels = []
+        for name, split in (("support", episode.support), ("query", episode.query)):
+            x, mask = np.asarray(split.x), np.asarray(split.y["mask"])
+            shots = len(x) // horizon
+            for i in range(min(trajectories, shots)):
+                rows = slice(i * horizon, (i + 1) * horizon)
+                steps = int((mask[rows] > 0).sum())
+                panels.append(
+                    (
+                        self.render(x[rows], mask[rows], scale=scale),
+                        f"{name} {i + 1}/{shots} ({steps} steps)\n{code}",
+                    )
+                )
+        values = " ".join(f"{r:+.1f}" for r in rewards)
+        panels.append(
+            (
+                gridworld.swatches(len(rewards), values=rewards, scale=scale),
+                f"reward per feature (top=f0)\n{values}",
+            )
+        )
+        return panels
+
     def loss(self, pred: Float[Array, "n 5"], y: dict[str, Array]) -> Float[Array, ""]:  # pyright: ignore[reportIncompatibleMethodOverride]
         """`0.5 * sum over actions of (pred - q)^2`, averaged over the valid rows
         (`y["mask"]`), divided by `max(number of valid rows, 1)`."""
