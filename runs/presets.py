@@ -329,12 +329,14 @@ def _grid(world: str, split: str, model_name: str) -> TrainConfig:
 
 
 # Outer steps of the -cpu presets, from a measurement (2-core CPU, one core given to the run
-# with `taskset -c 0` and single-threaded XLA, the other core busy with the test suite): the
-# linear hypernetwork's -cpu preset trains at 0.88 s per outer step on the preferences (1.1
-# outer steps/s) and about 1.0 s per step on the goals, after ~40 s of compilation; the first
-# evaluation compiles each pool once (~2.5 min for the preferences' 7 pools). 700 steps keep
-# such a run at about 14 minutes on one core. ANIL (100 inner steps) and MAML (every parameter
-# adapted) cost more per step and were not measured: expect their -cpu runs to take longer.
+# with `taskset` and single-threaded XLA, the other core and part of this one busy with the
+# test suite): the linear hypernetwork's -cpu preset trains at 0.7-0.9 s per outer step on the
+# preferences (1.1-1.4 outer steps/s) and about 1.0 s per step on the goals, after ~40 s of
+# compilation; the first evaluation (256 tasks in each of the preferences' 7 pools) takes ~2
+# min with its compilation. 700 steps keep such a run at about 12-14 minutes on one core, the
+# budget of one run. The other learners run the same steps (the sweeps compare them) and cost
+# more: on the preferences ANIL (100 inner steps) took 2.3 s per step (~30 min a run) and MAML
+# (every parameter adapted) 7.5 s per step (~1.5 h a run).
 GRID_CPU_STEPS = {"preferences": 700, "goals": 700}
 GRID_CPU_EVAL_EVERY = 350
 
@@ -368,7 +370,8 @@ for _world, _splits in GRID_SPLITS.items():
                 _config,
             )
             PRESETS[grid_preset(_world, _split, _model, cpu=True)] = (
-                f"the same at CPU scale (~14 min on one core for the linear hypernetwork): "
+                f"the same at CPU scale (one core: ~14 min for the linear hypernetwork, "
+                "~30 min ANIL, ~1.5 h MAML on the preferences): "
                 f"the paper's network and inner loop, meta-batch 32 (paper 128), "
                 f"{GRID_CPU_STEPS[_world]:,} steps (paper {_steps}), evaluation every "
                 f"{GRID_CPU_EVAL_EVERY} steps on 256 tasks (paper 1000, 1024)",
