@@ -307,7 +307,7 @@ def _info(argv: list[str]) -> int:
 
     from zoo import param_counts
 
-    from .presets import get_preset
+    from .presets import authors_counts, get_preset
     from .run import build, resolve
 
     command = tyro.cli(InfoCommand, args=argv, prog="zoo info")
@@ -338,6 +338,13 @@ def _info(argv: list[str]) -> int:
     print(f"  settings:  {config.model}")
     print(f"  on task:   {config.task_name} ({config.task})")
     print(f"  parameters: {counts['meta']:,} meta, {counts['fast']:,} fast (adapted per task)")
+    authors = authors_counts(command.preset) if command.preset is not None else None
+    if authors is not None:
+        same = (counts["meta"], counts["fast"]) == authors
+        print(
+            f"  authors':   {authors[0]:,} meta, {authors[1]:,} fast "
+            f"({'equal' if same else 'they differ: see runs/presets.py'})"
+        )
     return 0
 
 
@@ -352,7 +359,7 @@ class SweepCommand:
     out: Path
     """Directory of the sweep's runs and report."""
     seeds: tuple[int, ...] | None = None
-    """Seeds (default: the sweep's own, 0 1 2)."""
+    """Seeds (default: the sweep's own, e.g. 0 1 2)."""
     steps: int | None = None
     """Outer steps of every run (default: each run's own), e.g. for a quick look."""
     only: tuple[str, ...] = ()

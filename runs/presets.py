@@ -16,13 +16,51 @@ shots, meta-batch 128, 200k second-order outer steps. Learners (REFERENCE_FACTS 
 (stop-gradient) training with 300 inner Adam steps at lr 3e-3, outer AdamW 1e-3 with cosine
 decay to 1e-6, meta-batch 64, 256 inputs, 60k steps.
 
-The `-cpu` presets are CPU-scale versions (docs/results.md says how they differ).
+`schug2024/{preferences,goals}-{split}-{learner}` are the grid worlds of Section 4.2-4.3 (Fig. 4)
+at the settings of the authors' configs (schug_gridworlds.md A3; `GRID_LEARNERS` below):
+
+| world | learner | base MLP | T | inner steps, lr (batch) | outer lr / clip |
+|---|---|---|---|---|---|
+| preferences | linear hypernet | 64 x 3 | 32 | 10, 0.1 | 3e-4 / 1.0 |
+| preferences | nonlinear hypernet | 64 x 2 | 32 | 10, 0.1 | 3e-4 / 2.0 |
+| preferences | ANIL | 512 x 4 | - | 100, 0.01 (64) | 3e-4 / 2.0 |
+| preferences | MAML | 368 x 3 | - | 10, 0.01 | 1e-3 / 2.0 |
+| goals | linear hypernet | 32 x 2 | 8 | 10, 0.3 | 3e-3 / 2.0 |
+| goals | nonlinear hypernet | 32 x 2 | 8 | 10, 0.1 | 1e-3 / 2.0 |
+| goals | ANIL | 512 x 2 | - | 100, 0.01 | 1e-3 / 2.0 |
+| goals | MAML | 384 x 2 | - | 10, 0.01 | 1e-3 / 1.0 |
+
+All second-order, inner AdamW (weight decay 1e-4), outer AdamW with weight decay 1e-2,
+meta-batch 128, 100k (preferences) or 200k (goals) steps, evaluation every 1000 steps on 1024
+tasks per pool; preferences K=3 on the compositional / non-compositional splits, K=2 on the
+connected / disconnected ones (presets for the hypernetworks only, as Fig. 4B). The authors'
+learners map to ours as `linear_hnet` -> linear-hypernet, `hnet_deepmlp` -> nonlinear-hypernet
+(the default generator, width 32 and depth 4, gives the authors' counts), `anil` -> anil,
+`learned_init` -> maml; every parameter count equals the authors' (`AUTHORS_GRID_COUNTS`,
+`zoo info --preset`). Where we still differ from the authors' runs:
+
+- ANIL's inner minibatches (preferences) are drawn without replacement from the valid and
+  masked support rows; the authors draw with replacement.
+- Every run skips non-finite outer steps (`outer.max_nonfinite`); the authors do so for the
+  preferences only.
+- We report the last evaluation; the authors' runs return the model of lowest validation loss.
+- Preferences evaluate on 16 query trajectories per task; the authors' evaluation uses 1 (the
+  same expected loss, noisier).
+- Goals: demonstrations break ties between optimal moves by a fixed order (tasks/goal_grid.py).
+
+The `-cpu` presets keep the paper's networks and inner loops and scale down the meta-batch
+(32), the evaluation (every 350 steps, 256 tasks per pool) and the length (700 steps), sized
+from a measurement of the linear hypernetwork on one core: see `GRID_CPU_STEPS`.
+
+The other `-cpu` presets are CPU-scale versions (docs/results.md says how they differ).
 """
 
 import dataclasses
 import difflib
 
 from tasks.config import (
+    CompositionalGoalsConfig,
+    CompositionalPreferencesConfig,
     HyperteacherConfig,
     MutualExclusivityConfig,
     ScanEpisodesConfig,
@@ -172,6 +210,182 @@ for _dist in ("discrete", "continuous"):
             "the same at CPU scale (100 inner steps, meta-batch 32, 128 inputs, 12k steps)",
             _teacher_student_cpu(_teacher_student(_dist, _support)),
         )
+
+
+# --------------------------------------------------------------------------- grid worlds
+
+# Schug et al. 2024, Section 4.2-4.3 / Appendix C.3-C.4, with the authors' configs
+# (schug_gridworlds.md A3): per world and learner, the base network, inner loop (steps, lr,
+# minibatch; AdamW with optax's default weight decay 1e-4) and outer lr and clip. Common to all:
+# second-order, outer AdamW with weight decay 1e-2, constant lr, meta-batch 128.
+GRID_WORLDS = ("preferences", "goals")
+GRID_MODELS = HYPERTEACHER_MODELS
+GRID_LEARNERS: dict[tuple[str, str], tuple[object, InnerConfig, float, float]] = {
+    # (world, model): (model config, inner, outer lr, outer clip)
+    ("preferences", "linear-hypernet"): (
+        LinearHypernetConfig(hidden=64, num_hidden=3, num_templates=32),
+        InnerConfig(steps=10, lr=0.1),
+        3e-4,
+        1.0,
+    ),
+    ("preferences", "nonlinear-hypernet"): (
+        NonlinearHypernetConfig(hidden=64, num_hidden=2, num_templates=32),
+        InnerConfig(steps=10, lr=0.1),
+        3e-4,
+        2.0,
+    ),
+    ("preferences", "anil"): (
+        ANILConfig(hidden=512, num_hidden=4),
+        InnerConfig(steps=100, lr=0.01, batch=64),
+        3e-4,
+        2.0,
+    ),
+    ("preferences", "maml"): (
+        MAMLConfig(hidden=368, num_hidden=3),
+        InnerConfig(steps=10, lr=0.01),
+        1e-3,
+        2.0,
+    ),
+    ("goals", "linear-hypernet"): (
+        LinearHypernetConfig(hidden=32, num_hidden=2, num_templates=8),
+        InnerConfig(steps=10, lr=0.3),
+        3e-3,
+        2.0,
+    ),
+    ("goals", "nonlinear-hypernet"): (
+        NonlinearHypernetConfig(hidden=32, num_hidden=2, num_templates=8),
+        InnerConfig(steps=10, lr=0.1),
+        1e-3,
+        2.0,
+    ),
+    ("goals", "anil"): (
+        ANILConfig(hidden=512, num_hidden=2),
+        InnerConfig(steps=100, lr=0.01),
+        1e-3,
+        2.0,
+    ),
+    ("goals", "maml"): (
+        MAMLConfig(hidden=384, num_hidden=2),
+        InnerConfig(steps=10, lr=0.01),
+        1e-3,
+        1.0,
+    ),
+}
+
+# The authors' parameter counts (meta, fast) of each learner, as written in their configs'
+# comments (schug_gridworlds.md A3). Ours are equal for every grid-world preset, paper size and
+# -cpu alike (the -cpu presets keep the paper's networks): tests/test_grid_presets.py checks it.
+# Where a count did differ it would carry its reason as a third item, shown by `zoo info`.
+AUTHORS_GRID_COUNTS: dict[tuple[str, str], tuple[int, int]] = {
+    ("preferences", "linear-hypernet"): (1_149_216, 133),
+    ("preferences", "nonlinear-hypernet"): (1_162_816, 96),
+    ("preferences", "anil"): (1_041_925, 2_565),
+    ("preferences", "maml"): (454_117, 454_117),
+    ("goals", "linear-hypernet"): (227_144, 30),
+    ("goals", "nonlinear-hypernet"): (919_688, 24),
+    ("goals", "anil"): (699_910, 3_078),
+    ("goals", "maml"): (475_782, 475_782),
+}
+
+GRID_SPLITS = {
+    "preferences": {
+        "compositional": "K=3, a random quarter of the masks OOD (Fig. 4C)",
+        "non-compositional": "K=3, every mask with module 8 OOD (Fig. 4C)",
+        "connected": "K=2, connected support (Fig. 4B)",
+        "disconnected": "K=2, disconnected support (Fig. 4B)",
+    },
+    "goals": {
+        "compositional": "a random quarter of the 200 goals OOD (Fig. 4E)",
+        "non-compositional": "every goal in quadrant 4 OOD (Fig. 4F)",
+    },
+}
+
+
+def grid_preset(world: str, split: str, model: str, cpu: bool = False) -> str:
+    """The name of the grid-world preset of `world`, `split` and `model`."""
+    return f"schug2024/{world}-{split}-{model}" + ("-cpu" if cpu else "")
+
+
+def _grid(world: str, split: str, model_name: str) -> TrainConfig:
+    """A grid-world run at the paper's settings (schug_gridworlds.md A3)."""
+    model, inner, lr, clip = GRID_LEARNERS[world, model_name]
+    if world == "preferences":
+        k = 2 if split in ("connected", "disconnected") else 3
+        task = CompositionalPreferencesConfig(split=split, max_active=k)  # pyright: ignore[reportArgumentType]
+        task_name, steps = "compositional-preferences", 100_000
+    else:
+        task = CompositionalGoalsConfig(split=split)  # pyright: ignore[reportArgumentType]
+        task_name, steps = "compositional-goals", 200_000
+    return TrainConfig(
+        task=task,
+        model=model,
+        task_name=task_name,
+        model_name=model_name,
+        inner=inner,
+        outer=OuterConfig(lr=lr, weight_decay=1e-2, clip=clip, meta_batch=128),
+        eval=EvalConfig(every=1000, tasks=1024, batch=64),
+        run=RunConfig(steps=steps, steps_per_call=100, checkpoint_every=5000),
+    )
+
+
+# Outer steps of the -cpu presets, from a measurement (2-core CPU, one core given to the run
+# with `taskset` and single-threaded XLA, the other core and part of this one busy with the
+# test suite): the linear hypernetwork's -cpu preset trains at 0.7-0.9 s per outer step on the
+# preferences (1.1-1.4 outer steps/s) and about 1.0 s per step on the goals, after ~40 s of
+# compilation; the first evaluation (256 tasks in each of the preferences' 7 pools) takes ~2
+# min with its compilation. 700 steps keep such a run at about 12-14 minutes on one core, the
+# budget of one run. The other learners run the same steps (the sweeps compare them) and cost
+# more: on the preferences ANIL (100 inner steps) took 2.3 s per step (~30 min a run) and MAML
+# (every parameter adapted) 7.5 s per step (~1.5 h a run).
+GRID_CPU_STEPS = {"preferences": 700, "goals": 700}
+GRID_CPU_EVAL_EVERY = 350
+
+
+def _grid_cpu(config: TrainConfig, world: str) -> TrainConfig:
+    """The paper's networks and inner loops, with meta-batch 32 (paper 128), evaluation every
+    350 steps on 256 tasks per pool (paper: every 1000 on 1024) and 700 steps (paper 100k /
+    200k)."""
+    return dataclasses.replace(
+        config,
+        outer=dataclasses.replace(config.outer, meta_batch=32),
+        eval=EvalConfig(every=GRID_CPU_EVAL_EVERY, tasks=256, batch=64),
+        run=RunConfig(steps=GRID_CPU_STEPS[world], steps_per_call=50, checkpoint_every=350),
+    )
+
+
+def _grid_models(world: str, split: str) -> tuple[str, ...]:
+    """Fig. 4B trains only the hypernetworks on the connected / disconnected supports."""
+    if split in ("connected", "disconnected"):
+        return ("linear-hypernet", "nonlinear-hypernet")
+    return GRID_MODELS
+
+
+for _world, _splits in GRID_SPLITS.items():
+    for _split, _text in _splits.items():
+        for _model in _grid_models(_world, _split):
+            _config = _grid(_world, _split, _model)
+            _steps = f"{_config.run.steps // 1000}k"
+            PRESETS[grid_preset(_world, _split, _model)] = (
+                f"Fig. 4, {_world}, {_model}, paper size ({_steps} steps, meta-batch 128): {_text}",
+                _config,
+            )
+            PRESETS[grid_preset(_world, _split, _model, cpu=True)] = (
+                f"the same at CPU scale (one core: ~14 min for the linear hypernetwork, "
+                "~30 min ANIL, ~1.5 h MAML on the preferences): "
+                f"the paper's network and inner loop, meta-batch 32 (paper 128), "
+                f"{GRID_CPU_STEPS[_world]:,} steps (paper {_steps}), evaluation every "
+                f"{GRID_CPU_EVAL_EVERY} steps on 256 tasks (paper 1000, 1024)",
+                _grid_cpu(_config, _world),
+            )
+
+
+def authors_counts(preset: str) -> tuple[int, int] | None:
+    """The authors' (meta, fast) parameter counts of a grid-world preset, if it is one."""
+    for (world, model), counts in AUTHORS_GRID_COUNTS.items():
+        for split in GRID_SPLITS[world]:
+            if preset in (grid_preset(world, split, model), grid_preset(world, split, model, True)):
+                return counts
+    return None
 
 
 # --------------------------------------------------------------------------- Lake 2019
@@ -402,6 +616,83 @@ def _fig3f() -> Sweep:
     )
 
 
+# Fig. 4: the paper gives the grid worlds only as plots (no numbers), so these sweeps carry no
+# paper values; their descriptions state the claims to check (schug_gridworlds.md A4). Seeds
+# are the authors' (preferences 2020-2025, goals 2020-2022; 3 at CPU scale). The goals sweeps
+# also set `task.seed` to each seed (`Sweep.seed_task`): the goals task takes its mazes and
+# split from `task.seed`, and the authors' seed fixed both; the preferences task draws its
+# module bank and split from the run's key, so the run seed already varies them.
+_PREFERENCE_SEEDS = (2020, 2021, 2022, 2023, 2024, 2025)
+_GOAL_SEEDS = (2020, 2021, 2022)
+
+
+def _grid_sweep(
+    world: str, splits: tuple[str, ...], models: tuple[str, ...], cpu: bool, **kwargs
+) -> Sweep:
+    runs = [
+        SweepRun(
+            f"{model}-{split}",
+            get_preset(grid_preset(world, split, model, cpu=cpu)),
+            {"model": model, "support": split},
+        )
+        for model in models
+        for split in splits
+    ]
+    seeds = _PREFERENCE_SEEDS if world == "preferences" else _GOAL_SEEDS
+    size = " (CPU scale)" if cpu else " (paper size: for a GPU)"
+    kwargs["description"] += size
+    return Sweep(runs=tuple(runs), seeds=seeds[:3] if cpu else seeds, **kwargs)
+
+
+def _fig4b(cpu: bool) -> Sweep:
+    return _grid_sweep(
+        "preferences",
+        ("connected", "disconnected"),
+        ("linear-hypernet", "nonlinear-hypernet"),
+        cpu,
+        description="Fig. 4B: compositional preferences, K=2: OOD loss of the hypernetworks "
+        "with connected vs disconnected support. Paper (plot only): disconnected support "
+        "raises the OOD loss of both, with comparable numbers of training tasks (24 vs 20)",
+        metrics=("ood.loss", "test.loss"),
+        x="model",
+        hue="support",
+    )
+
+
+def _fig4c(cpu: bool) -> Sweep:
+    return _grid_sweep(
+        "preferences",
+        ("compositional", "non-compositional"),
+        GRID_MODELS,
+        cpu,
+        description="Fig. 4C: compositional preferences, K=3: OOD loss of the four learners, "
+        "compositional vs non-compositional support. Paper (plot only): with compositional "
+        "support both hypernetworks reach a lower OOD loss than ANIL and MAML; their OOD loss "
+        "rises markedly with non-compositional support",
+        metrics=("ood.loss", "test.loss"),
+        x="model",
+        hue="support",
+    )
+
+
+def _fig4ef(cpu: bool) -> Sweep:
+    return _grid_sweep(
+        "goals",
+        ("compositional", "non-compositional"),
+        GRID_MODELS,
+        cpu,
+        description="Fig. 4E-F and A9: compositional goals: OOD per-step accuracy (and whole "
+        "demonstrations followed, accuracy_all) of the four learners, random split vs quadrant "
+        "held out; each seed also sets task.seed (the mazes and split). Paper (plot only): "
+        "with the random split both hypernetworks beat ANIL and MAML; holding a quadrant out "
+        "costs the hypernetworks more than ANIL and MAML",
+        metrics=("ood.accuracy", "ood.accuracy_all", "test.accuracy"),
+        x="model",
+        hue="support",
+        seed_task=True,
+    )
+
+
 # Lake 2019, Tables 2-3: the sweep's label of each experiment and its preset.
 LAKE_TABLE = {
     "permutation": "lake2019/addjump-permutation",
@@ -456,6 +747,12 @@ SWEEPS: dict[str, Sweep] = {
     "schug2024/fig3cd-cpu": _fig3cd(),
     "schug2024/fig3e-cpu": _fig3e(),
     "schug2024/fig3f-cpu": _fig3f(),
+    "schug2024/fig4b": _fig4b(cpu=False),
+    "schug2024/fig4b-cpu": _fig4b(cpu=True),
+    "schug2024/fig4c": _fig4c(cpu=False),
+    "schug2024/fig4c-cpu": _fig4c(cpu=True),
+    "schug2024/fig4ef": _fig4ef(cpu=False),
+    "schug2024/fig4ef-cpu": _fig4ef(cpu=True),
     "lake2019/tables2-3": _lake_tables(),
     "lake2019/mutual-exclusivity": _lake_mutual_exclusivity(),
 }

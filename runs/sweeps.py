@@ -54,6 +54,10 @@ class Sweep:
     paper: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
     """The paper's values, `{label: {metric: value}}`, drawn beside ours."""
     seeds: tuple[int, ...] = (0, 1, 2)
+    seed_task: bool = False
+    """Also set each run's `task.seed` to the run seed: for tasks that take their fixed
+    structure from their own `seed` field rather than the run's key (the compositional goals'
+    mazes and split), so that the seeds vary it as the authors' run seed did."""
 
 
 # --------------------------------------------------------------------------- running
@@ -63,8 +67,12 @@ def run_dir(out: Path, label: str, seed: int) -> Path:
     return out / label / f"seed_{seed}"
 
 
-def _with_seed(config: TrainConfig, seed: int, steps: int | None) -> TrainConfig:
+def _with_seed(
+    config: TrainConfig, seed: int, steps: int | None, seed_task: bool = False
+) -> TrainConfig:
     run = dataclasses.replace(config.run, seed=seed)
+    if seed_task:
+        config = dataclasses.replace(config, task=dataclasses.replace(config.task, seed=seed))
     if steps is None:
         return dataclasses.replace(config, run=run)
     per_call = min(run.steps_per_call, steps)
@@ -92,7 +100,9 @@ def plan(
 ) -> list[tuple[SweepRun, int, TrainConfig]]:
     """Every `(run, seed, config)` of `sweep`, with its seed (and `steps`, if given) applied."""
     seeds = sweep.seeds if seeds is None else tuple(seeds)
-    return [(r, s, _with_seed(r.config, s, steps)) for r in sweep.runs for s in seeds]
+    return [
+        (r, s, _with_seed(r.config, s, steps, sweep.seed_task)) for r in sweep.runs for s in seeds
+    ]
 
 
 def validate(sweep: Sweep, seeds: Sequence[int] | None = None, steps: int | None = None) -> None:
@@ -257,6 +267,7 @@ def _write_sweep_file(
         "name": name,
         "description": sweep.description,
         "seeds": list(sweep.seeds if seeds is None else seeds),
+        "seed_task": sweep.seed_task,
         "steps": steps,
         "metrics": list(sweep.metrics),
         "x": sweep.x,
