@@ -89,14 +89,12 @@ def _config(task_name: str, model_name: str, steps: int = 2, pools=()) -> TrainC
 # (`pytest -m slow`): each pair compiles its own programs, about half a minute on 2 cores.
 COVERING = {
     ("hyperteacher", "linear-hypernet"),
-    ("hyperteacher", "nonlinear-hypernet"),
-    ("hyperteacher", "anil"),
     ("hyperteacher", "maml"),
     ("hyperteacher", "example-activation-mlp"),
     ("teacher-student", "shallow-hypernet"),
     ("mutual-exclusivity", "meta-seq2seq"),
     ("scan", "meta-seq2seq"),
-    ("compositional-preferences", "linear-hypernet"),
+    ("compositional-preferences", "nonlinear-hypernet"),
     ("compositional-goals", "anil"),
 }
 

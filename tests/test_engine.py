@@ -206,8 +206,12 @@ def test_gradient_modes(setup, monkeypatch: pytest.MonkeyPatch):
             second = _entry(grads["second-order"], where, index)
             assert abs(numeric) > 1e-4
             np.testing.assert_allclose(second, numeric, rtol=1e-5)
-            first = _entry(grads["first-order"], where, index)
-            assert abs(first - numeric) > 1e-2 * abs(numeric), (first, numeric)
+            if where is embedding[0]:
+                # The fast initialization's gradient loses the inner loop's Jacobian. (For a
+                # single meta entry the dropped terms can be tiny; the whole tensors are
+                # compared below.)
+                first = _entry(grads["first-order"], where, index)
+                assert abs(first - numeric) > 1e-2 * abs(numeric), (first, numeric)
 
         # Meta leaves: first-order and equilibrium both drop the inner loop's derivative, so
         # they agree with each other and differ from second-order.
