@@ -72,3 +72,24 @@ def bilevel_for(
         meta_batch=meta_batch,
         mesh=make_mesh(devices, meta_batch),
     )
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Drop JAX's compiled programs after each test module. Every compiled program keeps a few
+    memory mappings of its machine code; hundreds of test functions compile tens of thousands
+    of programs in one process, and past the kernel's `vm.max_map_count` (65,530 by default)
+    XLA's next compilation crashes the process (a segmentation fault in
+    `backend_compile_and_load`). Set `ZOO_TEST_MAPS_LOG` to a file to log the process's mapping
+    count after each module."""
+    yield
+    import gc
+
+    import jax
+
+    log = os.environ.get("ZOO_TEST_MAPS_LOG")
+    if log:
+        with open(f"/proc/{os.getpid()}/maps") as maps, open(log, "a") as out:
+            out.write(f"before clearing: {sum(1 for _ in maps)}\n")
+    jax.clear_caches()
+    gc.collect()
