@@ -10,6 +10,7 @@ import pathlib
 import sys
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
@@ -66,6 +67,15 @@ TINY_MODELS = {
     "meta-seq2seq": MetaSeq2SeqConfig(hidden=8, layers=1, dropout=0.1),
     "example-activation-mlp": example_activation_mlp.config(hidden=4),
 }
+
+
+@pytest.fixture(autouse=True)
+def _release_compiled_programs_per_pair():
+    """Each pair compiles its own programs (thousands of memory mappings); drop them after each
+    pair, not only after the module, so the full matrix (`-m slow`) stays far below the
+    kernel's limit of mappings (see `tests/conftest.py`)."""
+    yield
+    jax.clear_caches()
 
 
 def _tiny(entries, table) -> list[str]:
