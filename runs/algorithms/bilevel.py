@@ -13,12 +13,8 @@ from zoo import AbstractIdentifiable, AbstractMetaLearner, AbstractModular
 
 from ..config import EvalConfig, TrainConfig
 from ..metrics import linear_decodability, module_alignment
-from ..optim import outer_optimizer
-from .episodic import AbstractEpisodic, over_tasks
+from .episodic import AbstractEpisodic, episodic_optimizer, over_tasks
 from .inner import InnerLoop, stop_gradient
-
-OUTER_RULES = {"fast": "update", "meta": "update", "slow": "update", "fixed": "freeze"}
-"""What the outer step does per label: fixed starts are not learned."""
 
 
 class Bilevel(AbstractEpisodic):
@@ -147,15 +143,13 @@ def make(
     config: TrainConfig, task: AbstractTask, model: AbstractMetaLearner, mesh: Mesh
 ) -> Bilevel:
     """The bilevel algorithm of a run (the factory of the `bilevel` algorithm)."""
-    from zoo import array_labels
-
     eval_steps = config.inner.eval_steps
     return Bilevel(
         inner=InnerLoop.from_config(config.inner),
         eval_inner=InnerLoop.from_config(
             config.inner, steps=config.inner.steps if eval_steps is None else eval_steps
         ),
-        optimizer=outer_optimizer(config.outer, config.run.steps, array_labels(model), OUTER_RULES),
+        optimizer=episodic_optimizer(config, model),
         meta_batch=config.outer.meta_batch,
         mesh=mesh,
     )

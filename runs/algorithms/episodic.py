@@ -14,12 +14,22 @@ from jax.sharding import Mesh
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
 from tasks import AbstractTask
+from zoo import array_labels
 
-from ..config import EvalConfig
+from ..config import EvalConfig, TrainConfig
+from ..optim import outer_optimizer
 from ..sharding import sharded_mean
 from ..state import TrainState
 from .base import AbstractAlgorithm, next_step, step_key
 from .inner import stop_gradient
+
+OUTER_RULES = {"fast": "update", "meta": "update", "slow": "update", "fixed": "freeze"}
+"""What the outer step of an episodic algorithm does per label: fixed starts are not learned."""
+
+
+def episodic_optimizer(config: TrainConfig, model: PyTree) -> optax.GradientTransformation:
+    """The outer optimizer of an episodic algorithm for `model` (see `runs.optim`)."""
+    return outer_optimizer(config.outer, config.run.steps, array_labels(model), OUTER_RULES)
 
 
 class AbstractEpisodic(AbstractAlgorithm):

@@ -14,11 +14,8 @@ from tasks import AbstractTask
 from zoo import AbstractInContextLearner
 
 from ..config import EvalConfig, TrainConfig
-from ..optim import outer_optimizer
-from .episodic import AbstractEpisodic
+from .episodic import AbstractEpisodic, episodic_optimizer
 from .inner import stop_gradient
-
-OUTER_RULES = {"fast": "update", "meta": "update", "slow": "update", "fixed": "freeze"}
 
 
 class InContext(AbstractEpisodic):
@@ -109,10 +106,8 @@ def make(
     config: TrainConfig, task: AbstractTask, model: AbstractInContextLearner, mesh: Mesh
 ) -> InContext:
     """The in-context algorithm of a run (the factory of the `in-context` algorithm)."""
-    from zoo import array_labels
-
     return InContext(
-        optimizer=outer_optimizer(config.outer, config.run.steps, array_labels(model), OUTER_RULES),
+        optimizer=episodic_optimizer(config, model),
         meta_batch=config.outer.meta_batch,
         mesh=mesh,
     )
