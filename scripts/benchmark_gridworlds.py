@@ -1,7 +1,8 @@
 """Speed of meta-training the linear hypernetwork on the two grid worlds of Schug et al. 2024.
 
-The authors' settings (shared/reference/schug_gridworlds.md, A3), built here until presets
-exist (`--preset` names one instead):
+The authors' settings (shared/reference/schug_gridworlds.md, A3), as the paper-size presets
+`schug2024/{preferences,goals}-compositional-linear-hypernet` hold them (`--preset` names
+another preset instead):
 
 - compositional-preferences: base MLP 64 x 3, T = 32, 10 second-order inner steps at lr 0.1,
   outer AdamW lr 3e-4, clip 1.0, meta-batch 128, 16 + 16 demonstrated trajectories of 8 steps.
@@ -36,38 +37,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchmark_hyperteacher import matmul_peak, step_flops
 
 from runs.algorithms.base import train_chunk
-from runs.config import InnerConfig, OuterConfig, TrainConfig
+from runs.config import TrainConfig
+from runs.presets import get_preset, grid_preset
 from runs.run import build, build_algorithm, resolve
 from runs.sharding import replicate
-from tasks.config import (
-    CompositionalGoalsConfig,
-    CompositionalPreferencesConfig,
-)
-from zoo.config import LinearHypernetConfig
 
 
 def authors_setting(world: str) -> TrainConfig:
-    """The linear hypernetwork on `world` ("preferences" or "goals") at the authors' settings
-    (spec A3); the engine's defaults elsewhere."""
-    if world == "preferences":
-        return TrainConfig(
-            task=CompositionalPreferencesConfig(shots_support=16, shots_query=16, horizon=8),
-            model=LinearHypernetConfig(hidden=64, num_hidden=3, num_templates=32),
-            task_name="compositional-preferences",
-            model_name="linear-hypernet",
-            inner=InnerConfig(steps=10, lr=0.1, weight_decay=1e-4),
-            outer=OuterConfig(lr=3e-4, weight_decay=1e-2, clip=1.0, meta_batch=128),
-        )
-    if world == "goals":
-        return TrainConfig(
-            task=CompositionalGoalsConfig(max_len=120),
-            model=LinearHypernetConfig(hidden=32, num_hidden=2, num_templates=8),
-            task_name="compositional-goals",
-            model_name="linear-hypernet",
-            inner=InnerConfig(steps=10, lr=0.3, weight_decay=1e-4),
-            outer=OuterConfig(lr=3e-3, weight_decay=1e-2, clip=2.0, meta_batch=128),
-        )
-    raise ValueError(f"Unknown world {world!r}; use 'preferences' or 'goals'.")
+    """The linear hypernetwork on `world` ("preferences" or "goals") at the authors' settings:
+    the paper-size preset `schug2024/<world>-compositional-linear-hypernet` (spec A3)."""
+    if world not in ("preferences", "goals"):
+        raise ValueError(f"Unknown world {world!r}; use 'preferences' or 'goals'.")
+    return get_preset(grid_preset(world, "compositional", "linear-hypernet"))
 
 
 def sampling_time(task, meta_batch: int, repeats: int = 5) -> float:
@@ -147,8 +128,6 @@ def main() -> None:
     args = parser.parse_args()
 
     if args.preset:
-        from runs.presets import get_preset
-
         settings = [(name, get_preset(name)) for name in args.preset]
     else:
         worlds = ("preferences", "goals") if args.world == "both" else (args.world,)

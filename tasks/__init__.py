@@ -9,15 +9,17 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._base import AbstractTask, Episode, Split
+    from ._base import AbstractEnvironment, AbstractTask, Episode, Split, autoreset_step
 
 _LAZY = {
+    "AbstractEnvironment": "._base",
+    "autoreset_step": "._base",
     "AbstractTask": "._base",
     "Episode": "._base",
     "Split": "._base",
 }
 
-__all__ = ["AbstractTask", "Episode", "Split"]
+__all__ = ["AbstractEnvironment", "AbstractTask", "Episode", "Split", "autoreset_step"]
 
 
 def __getattr__(name: str):

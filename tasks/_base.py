@@ -1,10 +1,13 @@
-"""What every task generator provides: fixed-shape episodes from a key."""
+"""What every task provides: fixed-shape episodes from a key (`AbstractTask`), or an
+environment to act in (`AbstractEnvironment`)."""
 
 import abc
 
 import equinox as eqx
+import jax
+import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, PRNGKeyArray, PyTree
+from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray, PyTree
 
 from zoo.io import IOSpec
 
@@ -75,3 +78,62 @@ class AbstractTask(eqx.Module):
         no picture of its episodes."""
         del episode
         return None
+
+
+class AbstractEnvironment(eqx.Module):
+    """An environment acted in: a task of another kind, trained on by reinforcement learning.
+
+    Static configuration plus jittable, vmappable `reset` and `step` over a state that is a
+    pytree of arrays. An environment knows nothing of the agent acting in it: it says what its
+    observations and actions look like (`io`, an `IOSpec.environment`), and how an episode
+    starts and moves on.
+
+    Observations are dicts of arrays: `"image"` (`uint8 [*io.x_shape]`, e.g. MiniGrid's
+    egocentric `7 x 7 x (type, colour, state)` view), `"direction"` (`int32 []`) and, where the
+    environment has a mission, `"mission"` (`int32 [io.mission_len]` token ids, padded with 0).
+    An episode succeeds when it terminates with a positive reward.
+    """
+
+    @property
+    @abc.abstractmethod
+    def io(self) -> IOSpec:
+        """Shapes of observations and the number of actions (`IOSpec.environment`)."""
+
+    @property
+    @abc.abstractmethod
+    def max_steps(self) -> int:
+        """Steps after which an episode is truncated."""
+
+    @abc.abstractmethod
+    def reset(self, key: PRNGKeyArray) -> tuple[PyTree[Array], dict[str, Array]]:
+        """A fresh episode: `(state, observation)`. Jittable and vmappable over `key`."""
+
+    @abc.abstractmethod
+    def step(
+        self, state: PyTree[Array], action: Int[Array, ""], key: PRNGKeyArray
+    ) -> tuple[PyTree[Array], dict[str, Array], Float[Array, ""], Bool[Array, ""], Bool[Array, ""]]:
+        """`(state, observation, reward, terminated, truncated)` after `action`; `key` drives
+        whatever the environment does at random (e.g. moving obstacles). Jittable and
+        vmappable."""
+
+    def show(self, state: PyTree[Array]) -> np.ndarray | None:
+        """A picture of one (unbatched, concrete) state, `uint8 RGB [h, w, 3]`, for a person
+        to look at (`zoo show`). NumPy, not jitted. `None` (the default) where there is none."""
+        del state
+        return None
+
+
+def autoreset_step(
+    env: AbstractEnvironment, state: PyTree[Array], action: Int[Array, ""], key: PRNGKeyArray
+) -> tuple[PyTree[Array], dict[str, Array], Float[Array, ""], Bool[Array, ""], Bool[Array, ""]]:
+    """`env.step`, then a fresh episode in place of a finished one: `(state, observation,
+    reward, done, success)`, where `done = terminated | truncated` belongs to the step taken
+    and the returned state and observation are those of the next episode where `done`."""
+    step_key, reset_key = jax.random.split(key)
+    state, obs, reward, terminated, truncated = env.step(state, action, step_key)
+    fresh_state, fresh_obs = env.reset(reset_key)
+    done = terminated | truncated
+    state, obs = jax.tree.map(
+        lambda new, old: jnp.where(done, new, old), (fresh_state, fresh_obs), (state, obs)
+    )
+    return state, obs, reward, done, terminated & (reward > 0)

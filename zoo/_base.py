@@ -7,6 +7,8 @@ part it plays in training (`labels()`). Beneath it:
   gradient steps on a support set (bilevel meta-learning).
 - `AbstractInContextLearner`: a model that reads the support set beside each query and adapts
   without any weight update (e.g. Lake 2019's meta seq2seq).
+- `AbstractActorCritic`: a recurrent agent acting in an environment (policy logits, value,
+  memory), trained by reinforcement learning (e.g. Madan et al. 2021's LSTM and RIMs agents).
 
 Capabilities are abstract marker classes a concrete model inherits beside its kind, never hooks
 that return `None`:
@@ -124,6 +126,34 @@ class AbstractInContextLearner(AbstractLearner):
     def labels(self) -> PyTree[str]:
         """Every leaf is `"meta"`: nothing adapts by gradient steps."""
         return jtu.tree_map(lambda _: META, self)
+
+
+class AbstractActorCritic(AbstractLearner):
+    """A recurrent agent acting in an environment: from one observation and its memory, the
+    logits of a policy over actions, a value estimate, and the next memory.
+
+    An agent knows nothing of the environment: it is built from the environment's `IOSpec` and
+    reads observations as dicts of arrays (`"image"`, `"direction"`, and `"mission"` token ids
+    where the environment has a mission; see `tasks.AbstractEnvironment`). It acts in one
+    environment at a time; algorithms vmap it over a batch of environments. Its labels say
+    which leaves are fast (`"fast"`) and which slow (`"slow"`) for two-timescale training
+    (Meta-RIMs); single-timescale PPO trains every inexact leaf.
+    """
+
+    @abc.abstractmethod
+    def initial_memory(self) -> PyTree[Array]:
+        """The recurrent state at the start of an episode (one environment)."""
+
+    @abc.abstractmethod
+    def __call__(
+        self,
+        obs: dict[str, Array],
+        memory: PyTree[Array],
+        *,
+        key: PRNGKeyArray | None = None,
+    ) -> tuple[Float[Array, " actions"], Float[Array, ""], PyTree[Array]]:
+        """`(logits, value, next_memory)` for one observation; `key` drives dropout (none
+        without a key)."""
 
 
 class AbstractSplitForward(eqx.Module):

@@ -57,6 +57,12 @@ class IOSpec:
     """Number of distinct target tokens if targets are token ids, else `None`."""
     actions: int | None = None
     """Number of discrete actions if the task is an environment acted in, else `None`."""
+    mission_len: int | None = None
+    """Length of an environment's mission (instruction) token array, padded with 0, if its
+    observations carry one, else `None`."""
+    mission_vocab: int | None = None
+    """Number of distinct mission tokens (ids `0 .. mission_vocab - 1`, 0 the padding) if
+    observations carry a mission, else `None`."""
 
     def __post_init__(self):
         for name in ("x_shape", "y_shape"):
@@ -64,7 +70,14 @@ class IOSpec:
             if not all(isinstance(n, int) and n >= 0 for n in shape):
                 raise ValueError(f"IOSpec: {name} must hold sizes >= 0, got {shape}.")
             object.__setattr__(self, name, shape)
-        for name in ("out_features", "x_vocab", "y_vocab", "actions"):
+        for name in (
+            "out_features",
+            "x_vocab",
+            "y_vocab",
+            "actions",
+            "mission_len",
+            "mission_vocab",
+        ):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"IOSpec: {name} must be a positive int, got {value!r}.")
@@ -74,6 +87,11 @@ class IOSpec:
                     f"IOSpec: {dtype} must be a dtype name such as 'float32', "
                     f"got {getattr(self, dtype)!r}."
                 )
+        if (self.mission_len is None) != (self.mission_vocab is None):
+            raise ValueError(
+                "IOSpec: give both mission_len and mission_vocab (observations with a "
+                "mission) or neither."
+            )
         for vocab, dtype in (("x_vocab", "x_dtype"), ("y_vocab", "y_dtype")):
             if getattr(self, vocab) is not None and not _is_integer(getattr(self, dtype)):
                 raise ValueError(
@@ -123,6 +141,39 @@ class IOSpec:
             x_vocab=x_vocab,
             y_vocab=y_vocab,
         )
+
+    @classmethod
+    def environment(
+        cls,
+        *,
+        view: tuple[int, ...],
+        actions: int,
+        mission_len: int | None = None,
+        mission_vocab: int | None = None,
+    ) -> "IOSpec":
+        """An environment acted in: observations `{"image": uint8 [*view], "direction": int32
+        [], "mission": int32 [mission_len]}` (`"mission"` only with a mission), one action id
+        below `actions` per step, and policies of `actions` logits.
+
+        ```python
+        IOSpec.environment(view=(7, 7, 3), actions=7, mission_len=9, mission_vocab=40)
+        ```
+        """
+        return cls(
+            x_shape=view,
+            x_dtype="uint8",
+            y_shape=(),
+            y_dtype="int32",
+            out_features=actions,
+            actions=actions,
+            mission_len=mission_len,
+            mission_vocab=mission_vocab,
+        )
+
+    @property
+    def is_environment(self) -> bool:
+        """Whether the task is an environment acted in (`actions` is given)."""
+        return self.actions is not None
 
 
 def _is_integer(dtype: str) -> bool:
