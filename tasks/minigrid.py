@@ -36,7 +36,6 @@ import abc
 import re
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray, UInt8
@@ -221,36 +220,54 @@ def _view_coords(pos: Array, direction: Array) -> tuple[Array, Array]:
     return x, y
 
 
+def _row_table(n: int) -> np.ndarray:
+    """For every row of `n` cells: which cells are lit on entry (`m`, bits) and which can be
+    seen past (`t`, bits), MiniGrid's `process_vis` on that row (the loops below are copied
+    from it): the lit cells after the row (low `n` bits) and the cells of the next row it lights
+    (high `n` bits), at `table[m << n | t]`."""
+    table = np.zeros(1 << (2 * n), np.int32)
+    for m_bits in range(1 << n):
+        for t_bits in range(1 << n):
+            m = [bool(m_bits >> i & 1) for i in range(n)]
+            t = [bool(t_bits >> i & 1) for i in range(n)]
+            up = [False] * n
+            for i in range(n - 1):
+                if m[i] and t[i]:
+                    m[i + 1] = up[i + 1] = up[i] = True
+            for i in reversed(range(1, n)):
+                if m[i] and t[i]:
+                    m[i - 1] = up[i - 1] = up[i] = True
+            lit = sum(1 << i for i in range(n) if m[i])
+            above = sum(1 << i for i in range(n) if up[i])
+            table[m_bits << n | t_bits] = lit | above << n
+    return table
+
+
+_ROW_TABLE: np.ndarray = _row_table(VIEW_SIZE)
+
+
 def visibility(see: Bool[Array, "n n"]) -> Bool[Array, "n n"]:
     """MiniGrid's occlusion (`Grid.process_vis`, `see_through_walls=False`) on a view indexed
     `[view_x, view_y]` with the agent at `[n // 2, n - 1]`: which cells the agent sees, given
     which cells it can see past (`see`; False at walls and closed or locked doors).
 
     Row by row from the agent's row away from it, light spreads left to right then right to
-    left along the row through cells it can see past, and from each such lit cell to the
-    cell beyond it and its two diagonal neighbours beyond. Written as a fixed unrolled loop
-    over the cells of the view (no data-dependent control flow), exactly in MiniGrid's order.
+    left along the row through cells it can see past, and from each such lit cell to the cells
+    beyond it and beside those. Each row is one lookup in a table of MiniGrid's loop over a row
+    (`_row_table`, all 2^7 x 2^7 cases), so the whole view costs 7 small gathers.
     """
     n = see.shape[0]
-    rows = [None] * n
-    row = [jnp.asarray(i == n // 2) for i in range(n)]
+    table = jnp.asarray(_ROW_TABLE if n == VIEW_SIZE else _row_table(n))
+    weights = jnp.left_shift(1, jnp.arange(n, dtype=jnp.int32))
+    see_bits = jnp.sum(see.astype(jnp.int32) * weights[:, None], axis=0)  # [view_y]
+    entering = jnp.int32(1 << (n // 2))
+    lit_rows = [jnp.int32(0)] * n
     for j in reversed(range(n)):
-        t = [see[i, j] for i in range(n)]
-        m = list(row)
-        up = [jnp.asarray(False)] * n
-        for i in range(n - 1):
-            lit = m[i] & t[i]
-            m[i + 1] = m[i + 1] | lit
-            up[i] = up[i] | lit
-            up[i + 1] = up[i + 1] | lit
-        for i in reversed(range(1, n)):
-            lit = m[i] & t[i]
-            m[i - 1] = m[i - 1] | lit
-            up[i - 1] = up[i - 1] | lit
-            up[i] = up[i] | lit
-        rows[j] = jnp.stack(m)
-        row = up
-    return jnp.stack(rows, axis=1)  # pyright: ignore[reportArgumentType]
+        out = table[(entering << n) | see_bits[j]]
+        lit_rows[j] = out & ((1 << n) - 1)
+        entering = out >> n
+    lit = jnp.stack(lit_rows)  # [view_y]
+    return ((lit[None, :] >> jnp.arange(n, dtype=jnp.int32)[:, None]) & 1).astype(bool)
 
 
 def view(state: MiniGridState) -> tuple[UInt8[Array, "7 7 3"], Bool[Array, "7 7"]]:
