@@ -38,7 +38,7 @@ import re
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray, UInt8
+from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray, UInt8
 
 from zoo.io import IOSpec
 
@@ -180,12 +180,12 @@ class MiniGridState(eqx.Module):
 
 
 def new_state(
-    grid: Array,
-    pos: Array,
-    direction: Array,
-    mission: Array,
-    tracked: Array | None = None,
-    goal_cells: Array | None = None,
+    grid: ArrayLike,
+    pos: ArrayLike | tuple[int, int],
+    direction: ArrayLike,
+    mission: ArrayLike,
+    tracked: ArrayLike | None = None,
+    goal_cells: ArrayLike | None = None,
 ) -> MiniGridState:
     """A state at step 0 with an empty hand (`tracked`/`goal_cells` default to all False)."""
     h, w = grid.shape[:2]
