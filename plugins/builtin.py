@@ -154,7 +154,7 @@ babyai_gotoobj = TaskSpec(
     name="babyai-gotoobj",
     config=GoToObjConfig,
     factory="tasks.babyai:make_gotoobj",
-    description="BabyAI GoToObj environment: one room, one object, 'go to the red ball' (Madan et al. 2021)",
+    description="BabyAI GoToObj environment: one room, one object, 'go to the {colour} {type}' (Madan et al. 2021)",
 )
 
 babyai_gotoredball = TaskSpec(
