@@ -36,6 +36,7 @@ import abc
 import re
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray, UInt8
@@ -353,6 +354,10 @@ class AbstractMiniGrid(AbstractEnvironment):
         truncated = after.step_count >= self.max_steps
         return after, self.observe(after), reward, terminated, truncated
 
+    def mission_text(self, state: MiniGridState) -> str:
+        """The mission of one (unbatched, concrete) state as words."""
+        return detokenize(state.mission)
+
     def show(self, state: MiniGridState) -> np.ndarray:
         """An RGB picture of `state` (NumPy): the grid, the agent as a red triangle pointing
         its way, the cells it sees shaded, the carried object in the bottom-right corner of
@@ -516,6 +521,7 @@ def render(state: MiniGridState, scale: int = 24) -> np.ndarray:
 
     A `uint8` array `[height * scale, width * scale, 3]`.
     """
+    state = jax.tree.map(jnp.asarray, state)
     grid = np.asarray(state.grid)
     h, w = grid.shape[:2]
     img = np.zeros((h * scale, w * scale, 3), np.uint8)

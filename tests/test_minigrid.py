@@ -314,3 +314,10 @@ def test_agrees_with_minigrid(gym, level, ours, seeds):
         assert replay.done
     assert solved == seeds
     assert replay.steps > 100 * seeds
+
+
+def test_zoo_show_draws_an_environment(tmp_path):
+    from runs.show import show
+
+    out = show(DoorKey(5), "doorkey-5x5", episodes=1, out=tmp_path / "show.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 1000
