@@ -189,10 +189,11 @@ def new_state(
     goal_cells: ArrayLike | None = None,
 ) -> MiniGridState:
     """A state at step 0 with an empty hand (`tracked`/`goal_cells` default to all False)."""
+    grid = jnp.asarray(grid, jnp.uint8)
     h, w = grid.shape[:2]
     none = jnp.zeros((h, w), bool)
     return MiniGridState(
-        grid=jnp.asarray(grid, jnp.uint8),
+        grid=grid,
         pos=jnp.asarray(pos, jnp.int32),
         direction=jnp.asarray(direction, jnp.int32),
         carrying=jnp.array(EMPTY_CELL, jnp.uint8),
