@@ -39,7 +39,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray, UInt8
+from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray, UInt8, UInt32
 
 from zoo.io import IOSpec
 
@@ -146,6 +146,28 @@ def compact_tokens(tokens: Int[Array, " n"]) -> Int[Array, " mission"]:
     keep = tokens != 0
     slot = jnp.where(keep, jnp.cumsum(keep) - 1, MISSION_LEN)
     return jnp.zeros(MISSION_LEN, jnp.int32).at[slot].set(tokens.astype(jnp.int32), mode="drop")
+
+
+# ----------------------------------------------------------------------------- randomness
+
+
+def random_words(key: PRNGKeyArray, n: int) -> UInt32[Array, "2 n"]:
+    """Random bits for `n` integers (`randint_from`): one draw of the PRNG for all of them.
+
+    A reset runs at every step under `autoreset_step`, and on CPU the PRNG's hash dominates
+    it when each integer is drawn with its own `jax.random.split` and `randint`."""
+    return jax.random.bits(key, (2, n), jnp.uint32)
+
+
+def randint_from(words: UInt32[Array, "2 ..."], low, high) -> Int[Array, "..."]:
+    """Integers uniform in `[low, high)` (traced bounds allowed, `high - low < 2**16`) from
+    `random_words`, by `jax.random.randint`'s own method (two 32-bit words per integer,
+    `(hi mod n) * (2**32 mod n) + lo mod n`, bias below `n / 2**32`)."""
+    low = jnp.asarray(low, jnp.int32)
+    span = (jnp.asarray(high, jnp.int32) - low).astype(jnp.uint32)
+    multiplier = (jnp.uint32(1 << 16) % span) ** 2 % span
+    offset = ((words[0] % span) * multiplier + words[1] % span) % span
+    return low + offset.astype(jnp.int32)
 
 
 # ----------------------------------------------------------------------------- state
@@ -331,7 +353,8 @@ class AbstractMiniGrid(AbstractEnvironment):
         )
 
     def observe(self, state: MiniGridState) -> dict[str, Array]:
-        """The observation of `state` (MiniGrid's `gen_obs`)."""
+        """The observation of `state` (MiniGrid's `gen_obs`): a function of the state alone,
+        so `autoreset_step` observes only the state it keeps."""
         image, _ = view(state)
         return {"image": image, "direction": state.direction, "mission": state.mission}
 

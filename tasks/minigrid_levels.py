@@ -18,7 +18,6 @@ states (the random numbers differ: same distribution, not the same layout for a 
 """
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Int, PRNGKeyArray
@@ -35,6 +34,8 @@ from .minigrid import (
     AbstractMiniGrid,
     MiniGridState,
     new_state,
+    randint_from,
+    random_words,
     tokenize,
 )
 
@@ -82,14 +83,14 @@ class DoorKey(AbstractMiniGrid):
     def generate(self, key: PRNGKeyArray) -> MiniGridState:
         """A start state (module docstring). Jittable and vmappable."""
         s = self.size
-        k_split, k_agent, k_dir, k_door, k_key = jax.random.split(key, 5)
-        split = jax.random.randint(k_split, (), 2, s - 2)
+        words = random_words(key, 5)
+        split = randint_from(words[:, 0], 2, s - 2)
         room_w = split - 1  # free columns 1 .. split - 1
         cells = room_w * (s - 2)
-        agent = jax.random.randint(k_agent, (), 0, cells)
-        key_idx = jax.random.randint(k_key, (), 0, cells - 1)
+        agent = randint_from(words[:, 1], 0, cells)
+        key_idx = randint_from(words[:, 2], 0, cells - 1)
         key_idx = key_idx + (key_idx >= agent)
-        door_y = jax.random.randint(k_door, (), 1, s - 2)
+        door_y = randint_from(words[:, 3], 1, s - 2)
 
         base = _walled(s, s)
         base[s - 2, s - 2] = GOAL_CELL
@@ -99,7 +100,7 @@ class DoorKey(AbstractMiniGrid):
         grid = _put(grid, split, door_y, (DOOR, YELLOW, LOCKED))
         grid = _put(grid, 1 + key_idx % room_w, 1 + key_idx // room_w, (KEY, YELLOW, 0))
         pos = jnp.stack([1 + agent % room_w, 1 + agent // room_w])
-        direction = jax.random.randint(k_dir, (), 0, 4)
+        direction = randint_from(words[:, 4], 0, 4)
         mission = tokenize("use the key to open the door and then get to the goal")
         return new_state(grid, pos, direction, mission)
 
@@ -131,9 +132,9 @@ class FourRooms(AbstractMiniGrid):
     def generate(self, key: PRNGKeyArray) -> MiniGridState:
         """A start state (module docstring). Jittable and vmappable."""
         size, half = 19, 9
-        k_gaps, k_agent, k_dir, k_goal = jax.random.split(key, 4)
+        words = random_words(key, 7)
         # The gaps: in x = 9 above and below y = 9, in y = 9 left and right of x = 9.
-        offsets = jax.random.randint(k_gaps, (4,), 1, half)
+        offsets = randint_from(words[:, :4], 1, half)
         gap_x = jnp.stack([jnp.int32(half), offsets[1], half + offsets[2], jnp.int32(half)])
         gap_y = jnp.stack([offsets[0], jnp.int32(half), jnp.int32(half), half + offsets[3]])
 
@@ -154,13 +155,13 @@ class FourRooms(AbstractMiniGrid):
             in_gap = index >= 256
             return jnp.where(in_gap, gap_x[gap], x), jnp.where(in_gap, gap_y[gap], y)
 
-        agent = jax.random.randint(k_agent, (), 0, free)
-        goal = jax.random.randint(k_goal, (), 0, free - 1)
+        agent = randint_from(words[:, 4], 0, free)
+        goal = randint_from(words[:, 5], 0, free - 1)
         goal = goal + (goal >= agent)
         gx, gy = cell(goal)
         grid = _put(grid, gx, gy, GOAL_CELL)
         pos = jnp.stack(cell(agent))
-        direction = jax.random.randint(k_dir, (), 0, 4)
+        direction = randint_from(words[:, 6], 0, 4)
         return new_state(grid, pos, direction, tokenize("reach the goal"))
 
     def verify(
