@@ -45,7 +45,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Int, PRNGKeyArray
+from jaxtyping import Array, Bool, Int, PRNGKeyArray, UInt32
 
 from .config import (
     GoToLocalConfig,
@@ -71,6 +71,8 @@ from .minigrid import (
     compact_tokens,
     front_pos,
     new_state,
+    randint_from,
+    random_words,
 )
 from .minigrid_levels import _walled
 
@@ -100,10 +102,14 @@ def _interior(room_size: int) -> tuple[np.ndarray, np.ndarray]:
     return x.reshape(-1).astype(np.int32), y.reshape(-1).astype(np.int32)
 
 
-def _distinct_cells(key: PRNGKeyArray, allowed: Bool[Array, " cells"], n: int) -> Array:
-    """Indices of `n` distinct allowed cells, uniformly (a uniformly random ordered subset)."""
-    scores = jnp.where(allowed, jax.random.uniform(key, allowed.shape), 2.0)
-    return jax.lax.top_k(-scores, n)[1]
+def _distinct_cells(
+    words: UInt32[Array, " cells"], allowed: Bool[Array, " cells"], n: int
+) -> Array:
+    """Indices of `n` distinct allowed cells, uniformly (a uniformly random ordered subset):
+    the allowed cells of the `n` largest random words (ties, of probability below
+    `cells**2 / 2**32`, go to the lower index)."""
+    scores = jnp.where(allowed, (words >> 1).astype(jnp.int32), -1)
+    return jax.lax.top_k(scores, n)[1]
 
 
 def _place(grid: Array, xs: Array, ys: Array, cells: Array) -> Array:
@@ -208,14 +214,14 @@ class GoTo(AbstractMiniGrid):
         k_layout, k_target = jax.random.split(key)
 
         def draw(key):
-            k_agent, k_dir, k_pos, k_type, k_colour = jax.random.split(key, 5)
-            agent = jax.random.randint(k_agent, (), 0, len(cx))
+            words = random_words(key, 2 + 2 * n + len(cx))
+            agent = randint_from(words[:, 0], 0, len(cx))
             ax, ay = jnp.asarray(cx)[agent], jnp.asarray(cy)[agent]
             allowed = jnp.abs(cx - ax) + jnp.abs(cy - ay) >= 2
-            cells = _distinct_cells(k_pos, allowed, n)
+            cells = _distinct_cells(words[0, 2 + 2 * n :], allowed, n)
             xs, ys = jnp.asarray(cx)[cells], jnp.asarray(cy)[cells]
-            types = jnp.asarray(OBJECT_TYPES)[jax.random.randint(k_type, (n,), 0, 3)]
-            colours = jax.random.randint(k_colour, (n,), 0, len(COLOR_NAMES))
+            types = jnp.asarray(OBJECT_TYPES)[randint_from(words[:, 2 : 2 + n], 0, 3)]
+            colours = randint_from(words[:, 2 + n : 2 + 2 * n], 0, len(COLOR_NAMES))
             if self.red_ball:
                 types = types.at[0].set(BALL)
                 colours = colours.at[0].set(RED)
@@ -224,7 +230,7 @@ class GoTo(AbstractMiniGrid):
             objects = jnp.stack([types, colours, jnp.zeros_like(types)], axis=-1)
             grid = _place(base, xs, ys, objects)
             pos = jnp.stack([ax, ay])
-            direction = jax.random.randint(k_dir, (), 0, 4)
+            direction = randint_from(words[:, 1], 0, 4)
             if n == 1:
                 ok = jnp.array(True)
             else:
@@ -232,7 +238,7 @@ class GoTo(AbstractMiniGrid):
             return (grid, pos, direction, xs, ys, types, colours), ok
 
         grid, pos, direction, xs, ys, types, colours = _redraw_until(draw, k_layout)
-        target = 0 if self.red_ball else jax.random.randint(k_target, (), 0, n)
+        target = 0 if self.red_ball else randint_from(random_words(k_target, 1)[:, 0], 0, n)
         match = (types == types[target]) & (colours == colours[target])
         article = jnp.where(match.sum() > 1, WORD_TO_ID["a"], WORD_TO_ID["the"])
         words = jnp.stack(
@@ -297,11 +303,11 @@ class PickupLoc(AbstractMiniGrid):
         k_layout, k_instr = jax.random.split(key)
 
         def draw(key):
-            k_pos, k_type, k_colour, k_agent = jax.random.split(key, 4)
-            cells = _distinct_cells(k_pos, jnp.asarray(allowed), n)
+            words = random_words(key, 2 * n + 5 * len(cx))
+            cells = _distinct_cells(words[0, 2 * n : 2 * n + len(cx)], jnp.asarray(allowed), n)
             xs, ys = jnp.asarray(cx)[cells], jnp.asarray(cy)[cells]
-            types = jnp.asarray(OBJECT_TYPES)[jax.random.randint(k_type, (n,), 0, 3)]
-            colours = jax.random.randint(k_colour, (n,), 0, len(COLOR_NAMES))
+            types = jnp.asarray(OBJECT_TYPES)[randint_from(words[:, :n], 0, 3)]
+            colours = randint_from(words[:, n : 2 * n], 0, len(COLOR_NAMES))
             objects = jnp.stack([types, colours, jnp.zeros_like(types)], axis=-1)
             grid = _place(base, xs, ys, objects)
             occupied = _tracked_grid(rs, rs, xs, ys, jnp.ones(n, bool))
@@ -310,7 +316,8 @@ class PickupLoc(AbstractMiniGrid):
             fx = cx[:, None] + DIR_TO_VEC[None, :, 0]
             fy = cy[:, None] + DIR_TO_VEC[None, :, 1]
             valid = free[:, None] & ~occupied[fy, fx]  # [cells, 4]
-            choice = jax.random.categorical(k_agent, jnp.where(valid, 0.0, -jnp.inf).reshape(-1))
+            scores = (words[0, 2 * n + len(cx) :] >> 1).astype(jnp.int32)
+            choice = jnp.argmax(jnp.where(valid.reshape(-1), scores, -1))
             cell, direction = choice // 4, choice % 4
             pos = jnp.stack([jnp.asarray(cx)[cell], jnp.asarray(cy)[cell]])
             ok = objects_reachable(grid, pos, occupied)

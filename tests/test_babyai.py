@@ -99,3 +99,26 @@ def test_agrees_with_babyai(gym, level, ours):
         replay.successes = 0
     assert solved >= 5  # a path can be blocked by other objects
     assert random_steps > 400 and replay.steps > random_steps
+
+
+@pytest.mark.parametrize(
+    ("level", "ours"), [LEVELS[1], LEVELS[4]], ids=["GoToRedBall", "PickupLoc"]
+)
+def test_mission_statistics_match_babyai(gym, level, ours):
+    """How often missions say "a" (several objects match), name a colour and a location:
+    ours against BabyAI's own resets, within 4.5 standard errors."""
+    n = 600
+    _, obs = jax.jit(jax.vmap(ours.reset))(jr.split(jr.key(5), n))
+    mine = [detokenize(m) for m in np.asarray(obs["mission"])]
+    env = gym.make(level)
+    theirs = [env.reset(seed=seed)[0]["mission"] for seed in range(n)]
+    colours = ("red", "green", "blue", "purple", "yellow", "grey")
+    features = {
+        "a": lambda m: " a " in f" {m} ",
+        "colour": lambda m: any(c in m.split() for c in colours),
+        "location": lambda m: any(w in m.split() for w in ("left", "right", "front", "behind")),
+    }
+    for name, feature in features.items():
+        p, q = np.mean([feature(m) for m in mine]), np.mean([feature(m) for m in theirs])
+        se = np.sqrt(max(p * (1 - p) + q * (1 - q), 1e-4) / n)
+        assert abs(p - q) < 4.5 * se, (name, p, q)
