@@ -244,11 +244,12 @@ def _view_coords(pos: Array, direction: Array) -> tuple[Array, Array]:
     return x, y
 
 
-def _row_table(n: int) -> np.ndarray:
-    """For every row of `n` cells: which cells are lit on entry (`m`, bits) and which can be
-    seen past (`t`, bits), MiniGrid's `process_vis` on that row (the loops below are copied
-    from it): the lit cells after the row (low `n` bits) and the cells of the next row it lights
-    (high `n` bits), at `table[m << n | t]`."""
+def row_table(n: int) -> np.ndarray:
+    """MiniGrid's `process_vis` on one row of `n` cells, for every case (`visibility` looks
+    rows up in it): for the cells lit on entry (`m`, bits) and
+    the cells that can be seen past (`t`, bits), the lit cells after the row (low `n` bits) and
+    the cells of the next row it lights (high `n` bits), at `table[m << n | t]`. The loops
+    are MiniGrid's."""
     table = np.zeros(1 << (2 * n), np.int32)
     for m_bits in range(1 << n):
         for t_bits in range(1 << n):
@@ -267,7 +268,7 @@ def _row_table(n: int) -> np.ndarray:
     return table
 
 
-_ROW_TABLE: np.ndarray = _row_table(VIEW_SIZE)
+_ROW_TABLE: np.ndarray = row_table(VIEW_SIZE)
 
 
 def visibility(see: Bool[Array, "n n"]) -> Bool[Array, "n n"]:
@@ -277,11 +278,12 @@ def visibility(see: Bool[Array, "n n"]) -> Bool[Array, "n n"]:
 
     Row by row from the agent's row away from it, light spreads left to right then right to
     left along the row through cells it can see past, and from each such lit cell to the cells
-    beyond it and beside those. Each row is one lookup in a table of MiniGrid's loop over a row
-    (`_row_table`, all 2^7 x 2^7 cases), so the whole view costs 7 small gathers.
+    beyond it and beside those. Each row is one lookup in a table of MiniGrid's own loops over
+    a row (`row_table`, all 2^7 x 2^7 cases), so the whole view costs 7 small gathers and no
+    data-dependent control flow.
     """
     n = see.shape[0]
-    table = jnp.asarray(_ROW_TABLE if n == VIEW_SIZE else _row_table(n))
+    table = jnp.asarray(_ROW_TABLE if n == VIEW_SIZE else row_table(n))
     weights = jnp.left_shift(1, jnp.arange(n, dtype=jnp.int32))
     see_bits = jnp.sum(see.astype(jnp.int32) * weights[:, None], axis=0)  # [view_y]
     entering = jnp.int32(1 << (n // 2))

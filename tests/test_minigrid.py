@@ -321,3 +321,19 @@ def test_zoo_show_draws_an_environment(tmp_path):
 
     out = show(DoorKey(5), "doorkey-5x5", episodes=1, out=tmp_path / "show.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 1000
+
+
+def test_visibility_is_minigrids_process_vis(gym):
+    """On random 7 x 7 views (walls where the agent cannot see past), our occlusion equals
+    `minigrid.core.grid.Grid.process_vis` itself."""
+    from minigrid.core.grid import Grid
+    from minigrid.core.world_object import Wall
+
+    rng = np.random.default_rng(0)
+    see = rng.random((300, 7, 7)) < rng.uniform(0.4, 0.95, (300, 1, 1))
+    ours = np.asarray(jax.jit(jax.vmap(visibility))(jnp.asarray(see)))
+    for i in range(300):
+        grid = Grid(7, 7)
+        for x, y in zip(*np.nonzero(~see[i]), strict=True):
+            grid.set(int(x), int(y), Wall())
+        np.testing.assert_array_equal(ours[i], grid.process_vis((3, 6)), err_msg=f"view {i}")
