@@ -34,7 +34,9 @@ matching at the start, followed as they move). `done` does nothing.
 
 **Deliberate differences from BabyAI:** the layout is drawn in a different order of random
 numbers but from the same distribution: objects take distinct cells uniformly among the
-allowed ones (BabyAI places them one by one by rejection, which is the same distribution);
+allowed ones (BabyAI places them one by one by rejection, which is the same distribution; here
+the allowed cells with the largest random 31-bit scores, so a tie, of probability below
+`cells**2 / 2**31`, favours the lower cell);
 the whole layout is redrawn until it is reachable (`lax.while_loop`), where BabyAI also
 restarts. BabyAI's cap of 100 tries of `rand_obj` (then a fresh layout) is not modelled: the
 instruction is drawn from the same prior restricted to the descriptions that match something,

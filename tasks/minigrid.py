@@ -26,10 +26,13 @@ nothing in these levels, so it disappears, as MiniGrid's `Box(contains=None)` do
 does nothing. Every step counts; `truncated` is `step_count >= max_steps` (also on the step
 that terminates, as in MiniGrid).
 
-**Deliberate differences from MiniGrid:** none in the step, the view or the reward. Missions
-are token ids (`tokenize`, one fixed vocabulary `VOCAB` for every level, `MISSION_LEN` tokens,
-0-padded) rather than strings; the agent is never on a wall (MiniGrid allows any cell the agent
-can overlap, so does this core).
+**Deliberate differences from MiniGrid:** none in the step, the view or the reward (the tests
+replay random and scripted actions in both and compare every observation, reward and flag).
+Missions are token ids (`tokenize`: lower-case words, one fixed vocabulary `VOCAB` for every
+level, `MISSION_LEN` tokens, 0-padded) rather than strings. Boxes are always empty (MiniGrid's
+`Box.contains` could hold an object, none of the levels here uses that). `step` takes a key
+and ignores it (no level here moves anything at random). Only the default
+`agent_view_size = 7` and `see_through_walls = False` are implemented.
 """
 
 import abc

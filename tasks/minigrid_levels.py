@@ -1,9 +1,14 @@
 """MiniGrid's DoorKey and FourRooms levels on the pure-JAX core of `tasks.minigrid`.
 
-Start states are drawn arithmetically (`randint` over index ranges, the agent's cell skipped
-by shifting an index), never by rejection or `choice(p=mask)`: `reset` runs at every step under
-`autoreset_step`, so it must be cheap. Both give exactly MiniGrid's distribution of start
-states (the random numbers differ: same distribution, not the same layout for a seed).
+Start states are drawn arithmetically (integers over index ranges, the agent's cell skipped
+by shifting an index, all from one PRNG call: `tasks.minigrid.randint_from`), never by
+rejection or `choice(p=mask)`: `reset` runs at every step under `autoreset_step`, so it must be
+cheap. Both give MiniGrid's distribution of start states (up to `jax.random.randint`'s own
+bias, below `n / 2**32` for a range of `n`); the random numbers differ, so a seed does not give
+MiniGrid's layout for that seed (the fidelity tests copy MiniGrid's layouts instead).
+
+**Deliberate differences from MiniGrid:** none in the rules or the distribution of levels;
+every observation also carries the mission as tokens (`tasks.minigrid.tokenize`).
 
 - **DoorKey-S** (`minigrid/envs/doorkey.py`): an S x S grid walled around; a wall column at
   `x = split`, `split` uniform in `[2, S - 3]`; a locked yellow door in it at `y` uniform in
