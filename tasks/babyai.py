@@ -61,7 +61,6 @@ from .minigrid import (
     BOX,
     COLOR_NAMES,
     DIR_TO_VEC,
-    DOOR,
     EMPTY,
     GREY,
     KEY,
@@ -73,8 +72,6 @@ from .minigrid import (
     compact_tokens,
     front_pos,
     new_state,
-    randint_from,
-    random_words,
 )
 from .minigrid_levels import _walled
 
@@ -104,42 +101,70 @@ def _interior(room_size: int) -> tuple[np.ndarray, np.ndarray]:
     return x.reshape(-1).astype(np.int32), y.reshape(-1).astype(np.int32)
 
 
-def _distinct_cells(
-    words: UInt32[Array, " cells"], allowed: Bool[Array, " cells"], n: int
-) -> Array:
-    """Indices of `n` distinct allowed cells, uniformly (a uniformly random ordered subset):
-    the allowed cells of the `n` largest random words (ties, of probability below
-    `cells**2 / 2**32`, go to the lower index)."""
+def _below(words: UInt32[Array, "..."], span) -> Int[Array, "..."]:
+    """Integers uniform in `[0, span)` from random 32-bit words, one word each (`word mod
+    span`: bias below `span / 2**32`)."""
+    return (words % jnp.asarray(span).astype(jnp.uint32)).astype(jnp.int32)
+
+
+def _choose(words: UInt32[Array, " cells"], allowed: Bool[Array, " cells"], n: int) -> Array:
+    """A uniformly random ordered choice of `n` distinct allowed cells, as one-hot rows
+    `bool [n, cells]`: the allowed cells ranked by random 31-bit scores (a tie, of probability
+    below `cells**2 / 2**31`, favours the lower cell). Dense compares, no sort: cheap under
+    `vmap` on CPU, where `top_k` is not."""
     scores = jnp.where(allowed, (words >> 1).astype(jnp.int32), -1)
-    return jax.lax.top_k(scores, n)[1]
+    index = jnp.arange(scores.shape[0])
+    ahead = (scores[None, :] > scores[:, None]) | (
+        (scores[None, :] == scores[:, None]) & (index[None, :] < index[:, None])
+    )
+    rank = ahead.sum(axis=1)
+    return rank[None, :] == jnp.arange(n)[:, None]
 
 
-def _place(grid: Array, xs: Array, ys: Array, cells: Array) -> Array:
-    """`grid` with `cells[i]` at `(xs[i], ys[i])` (distinct cells)."""
-    return grid.at[ys, xs].set(cells.astype(jnp.uint8))
+def _pick(words: UInt32[Array, ""], valid: Bool[Array, " m"]) -> Int[Array, ""]:
+    """A uniformly random index among the `valid` ones (at least one)."""
+    r = _below(words, valid.sum())
+    return jnp.argmax(valid & (jnp.cumsum(valid) - 1 == r))
 
 
-def _dilate(mask: Bool[Array, "h w"]) -> Bool[Array, "h w"]:
-    """`mask` or any of its 4 neighbours."""
-    padded = jnp.pad(mask, 1)
-    return mask | padded[:-2, 1:-1] | padded[2:, 1:-1] | padded[1:-1, :-2] | padded[1:-1, 2:]
+def _rows(mask: Bool[Array, "k k"]) -> Int[Array, " k"]:
+    """Each row of a square mask as the bits of an int (bit x = column x)."""
+    k = mask.shape[1]
+    return jnp.sum(mask.astype(jnp.int32) << jnp.arange(k, dtype=jnp.int32), axis=1)
 
 
-def objects_reachable(grid: Array, pos: Array, objects: Bool[Array, "h w"]) -> Bool[Array, ""]:
-    """BabyAI's `check_objs_reachable`: whether every cell of `objects` is reached from the
-    agent's cell `pos = (x, y)` by a walk through empty cells and doors (an object or wall is
-    reached but not walked through)."""
-    h, w = grid.shape[:2]
-    passable = (grid[..., 0] == EMPTY) | (grid[..., 0] == DOOR)
-    start = (jnp.arange(h)[:, None] == pos[1]) & (jnp.arange(w)[None, :] == pos[0])
+def _dilate_rows(rows: Int[Array, " k"], k: int) -> Int[Array, " k"]:
+    """Bit rows of a mask or any of its 4 neighbours (within `k x k`)."""
+    full = (1 << k) - 1
+    zero = jnp.zeros(1, rows.dtype)
+    above = jnp.concatenate([zero, rows[:-1]])
+    below = jnp.concatenate([rows[1:], zero])
+    return (rows | (rows << 1) | (rows >> 1) | above | below) & full
+
+
+def reachable_in_room(objects: Bool[Array, "k k"], agent: Bool[Array, "k k"]) -> Bool[Array, ""]:
+    """BabyAI's `check_objs_reachable` in one walled room (its inner `k x k` cells): whether
+    every object is reached from the agent's cell by a walk through free cells (an object is
+    reached but not walked through; walls surround the room). Bit rows, iterated to the fixed
+    point."""
+    k = objects.shape[0]
+    free, start, targets = _rows(~objects), _rows(agent), _rows(objects)
 
     def grow(carry):
         walked, _ = carry
-        new = start | (_dilate(walked) & passable)
+        new = start | (_dilate_rows(walked, k) & free)
         return new, jnp.any(new != walked)
 
     walked, _ = jax.lax.while_loop(lambda c: c[1], grow, grow((start, jnp.array(True))))
-    return ~jnp.any(objects & ~_dilate(walked))
+    return ~jnp.any(targets & ~_dilate_rows(walked, k))
+
+
+def objects_reachable(grid: Array, pos: Array, objects: Bool[Array, "h w"]) -> Bool[Array, ""]:
+    """`reachable_in_room` on a whole single-room grid (walls around): whether every cell of
+    `objects` is reached from the agent's cell `pos = (x, y)`."""
+    h, w = grid.shape[:2]
+    agent = (jnp.arange(h)[:, None] == pos[1]) & (jnp.arange(w)[None, :] == pos[0])
+    return reachable_in_room(objects[1:-1, 1:-1], agent[1:-1, 1:-1])
 
 
 def _redraw_until(draw, key: PRNGKeyArray):
@@ -157,8 +182,20 @@ def _redraw_until(draw, key: PRNGKeyArray):
     return result
 
 
-def _tracked_grid(h: int, w: int, xs: Array, ys: Array, match: Array) -> Array:
-    return jnp.zeros((h, w), bool).at[ys, xs].set(match)
+def _room_grid(room_size: int, chosen: Array, types: Array, colours: Array) -> Array:
+    """The walled room with object `i` (`types[i]`, `colours[i]`) at the inner cell of
+    `chosen[i]` (one-hot rows over the inner cells, row by row)."""
+    k = room_size - 2
+    kind = EMPTY + jnp.sum(chosen * (types - EMPTY)[:, None], axis=0)
+    colour = jnp.sum(chosen * colours[:, None], axis=0)
+    inner = jnp.stack([kind, colour, jnp.zeros_like(kind)], axis=-1).reshape(k, k, 3)
+    return jnp.asarray(_walled(room_size, room_size)).at[1:-1, 1:-1].set(inner.astype(jnp.uint8))
+
+
+def _on_grid(room_size: int, cells: Bool[Array, " cells"]) -> Bool[Array, "h w"]:
+    """A mask over the inner cells (row by row) as a mask of the whole room."""
+    k = room_size - 2
+    return jnp.pad(cells.reshape(k, k), 1)
 
 
 class GoTo(AbstractMiniGrid):
@@ -211,36 +248,36 @@ class GoTo(AbstractMiniGrid):
     def generate(self, key: PRNGKeyArray) -> MiniGridState:
         """A start state (module docstring). Jittable and vmappable."""
         rs, n = self.room_size, self.num_objs
-        cx, cy = _interior(rs)
-        base = jnp.asarray(_walled(rs, rs))
+        cx_np, cy_np = _interior(rs)
+        c = len(cx_np)
+        cx, cy = jnp.asarray(cx_np), jnp.asarray(cy_np)
         k_layout, k_target = jax.random.split(key)
 
         def draw(key):
-            words = random_words(key, 2 + 2 * n + len(cx))
-            agent = randint_from(words[:, 0], 0, len(cx))
-            ax, ay = jnp.asarray(cx)[agent], jnp.asarray(cy)[agent]
-            allowed = jnp.abs(cx - ax) + jnp.abs(cy - ay) >= 2
-            cells = _distinct_cells(words[0, 2 + 2 * n :], allowed, n)
-            xs, ys = jnp.asarray(cx)[cells], jnp.asarray(cy)[cells]
-            types = jnp.asarray(OBJECT_TYPES)[randint_from(words[:, 2 : 2 + n], 0, 3)]
-            colours = randint_from(words[:, 2 + n : 2 + 2 * n], 0, len(COLOR_NAMES))
+            words = jax.random.bits(key, (2 + n + c,), jnp.uint32)
+            agent = _below(words[0], c)
+            allowed = jnp.abs(cx - cx[agent]) + jnp.abs(cy - cy[agent]) >= 2
+            chosen = _choose(words[2 + n :], allowed, n)  # [n, cells]
+            kinds = _below(words[2 : 2 + n], 3 * len(COLOR_NAMES))
+            types = jnp.asarray(OBJECT_TYPES)[kinds // len(COLOR_NAMES)]
+            colours = kinds % len(COLOR_NAMES)
             if self.red_ball:
                 types = types.at[0].set(BALL)
                 colours = colours.at[0].set(RED)
             if self.grey:
                 colours = jnp.where(jnp.arange(n) == 0, colours, GREY)
-            objects = jnp.stack([types, colours, jnp.zeros_like(types)], axis=-1)
-            grid = _place(base, xs, ys, objects)
-            pos = jnp.stack([ax, ay])
-            direction = randint_from(words[:, 1], 0, 4)
+            at_agent = jnp.arange(c) == agent
             if n == 1:
                 ok = jnp.array(True)
             else:
-                ok = objects_reachable(grid, pos, _tracked_grid(rs, rs, xs, ys, jnp.ones(n, bool)))
-            return (grid, pos, direction, xs, ys, types, colours), ok
+                k = rs - 2
+                ok = reachable_in_room(chosen.any(0).reshape(k, k), at_agent.reshape(k, k))
+            return (chosen, types, colours, agent, _below(words[1], 4)), ok
 
-        grid, pos, direction, xs, ys, types, colours = _redraw_until(draw, k_layout)
-        target = 0 if self.red_ball else randint_from(random_words(k_target, 1)[:, 0], 0, n)
+        chosen, types, colours, agent, direction = _redraw_until(draw, k_layout)
+        grid = _room_grid(rs, chosen, types, colours)
+        pos = jnp.stack([cx[agent], cy[agent]])
+        target = 0 if self.red_ball else _below(jax.random.bits(k_target, (), jnp.uint32), n)
         match = (types == types[target]) & (colours == colours[target])
         article = jnp.where(match.sum() > 1, WORD_TO_ID["a"], WORD_TO_ID["the"])
         words = jnp.stack(
@@ -252,7 +289,7 @@ class GoTo(AbstractMiniGrid):
                 jnp.asarray(_TYPE_WORD)[types[target]],
             ]
         )
-        tracked = _tracked_grid(rs, rs, xs, ys, match)
+        tracked = _on_grid(rs, (chosen & match[:, None]).any(0))
         return new_state(grid, pos, direction, compact_tokens(words), tracked, tracked)
 
     def verify(
@@ -297,35 +334,42 @@ class PickupLoc(AbstractMiniGrid):
     def generate(self, key: PRNGKeyArray) -> MiniGridState:
         """A start state (module docstring). Jittable and vmappable."""
         rs, n = self.room_size, self.num_objs
+        k = rs - 2
         cx, cy = _interior(rs)
-        base = jnp.asarray(_walled(rs, rs))
+        c = len(cx)
         centre = rs // 2
-        allowed = np.abs(cx - centre) + np.abs(cy - centre) >= 2
+        allowed = jnp.asarray(np.abs(cx - centre) + np.abs(cy - centre) >= 2)
         vec = jnp.asarray(DIR_TO_VEC)
         k_layout, k_instr = jax.random.split(key)
 
         def draw(key):
-            words = random_words(key, 2 * n + 5 * len(cx))
-            cells = _distinct_cells(words[0, 2 * n : 2 * n + len(cx)], jnp.asarray(allowed), n)
-            xs, ys = jnp.asarray(cx)[cells], jnp.asarray(cy)[cells]
-            types = jnp.asarray(OBJECT_TYPES)[randint_from(words[:, :n], 0, 3)]
-            colours = randint_from(words[:, n : 2 * n], 0, len(COLOR_NAMES))
-            objects = jnp.stack([types, colours, jnp.zeros_like(types)], axis=-1)
-            grid = _place(base, xs, ys, objects)
-            occupied = _tracked_grid(rs, rs, xs, ys, jnp.ones(n, bool))
+            words = jax.random.bits(key, (1 + n + c,), jnp.uint32)
+            chosen = _choose(words[1 + n :], allowed, n)  # [n, cells]
+            kinds = _below(words[1 : 1 + n], 3 * len(COLOR_NAMES))
+            types = jnp.asarray(OBJECT_TYPES)[kinds // len(COLOR_NAMES)]
+            colours = kinds % len(COLOR_NAMES)
+            occupied = jnp.pad(chosen.any(0).reshape(k, k), 1)  # [h, w]
             # The agent: a free cell and a direction not facing an object, uniformly.
-            free = ~occupied[cy, cx]  # [cells]
-            fx = cx[:, None] + DIR_TO_VEC[None, :, 0]
-            fy = cy[:, None] + DIR_TO_VEC[None, :, 1]
-            valid = free[:, None] & ~occupied[fy, fx]  # [cells, 4]
-            scores = (words[0, 2 * n + len(cx) :] >> 1).astype(jnp.int32)
-            choice = jnp.argmax(jnp.where(valid.reshape(-1), scores, -1))
-            cell, direction = choice // 4, choice % 4
-            pos = jnp.stack([jnp.asarray(cx)[cell], jnp.asarray(cy)[cell]])
-            ok = objects_reachable(grid, pos, occupied)
-            return (grid, pos, direction, xs, ys, types, colours), ok
+            ahead = jnp.stack(
+                [
+                    occupied[1:-1, 2:],  # east
+                    occupied[2:, 1:-1],  # south
+                    occupied[1:-1, :-2],  # west
+                    occupied[:-2, 1:-1],  # north
+                ],
+                axis=-1,
+            )  # [k, k, 4]
+            valid = ~occupied[1:-1, 1:-1, None] & ~ahead
+            choice = _pick(words[0], valid.reshape(-1))
+            agent, direction = choice // 4, choice % 4
+            ok = reachable_in_room(occupied[1:-1, 1:-1], (jnp.arange(c) == agent).reshape(k, k))
+            return (chosen, types, colours, agent, direction), ok
 
-        grid, pos, direction, xs, ys, types, colours = _redraw_until(draw, k_layout)
+        chosen, types, colours, agent, direction = _redraw_until(draw, k_layout)
+        grid = _room_grid(rs, chosen, types, colours)
+        pos = jnp.stack([jnp.asarray(cx)[agent], jnp.asarray(cy)[agent]])
+        xs = jnp.sum(chosen * jnp.asarray(cx), axis=1)
+        ys = jnp.sum(chosen * jnp.asarray(cy), axis=1)
 
         # Every description (colour or none) x type x (location or none), its prior weight,
         # and the objects it matches.
@@ -342,10 +386,14 @@ class PickupLoc(AbstractMiniGrid):
         match = colour_ok[:, None, None, :] & type_ok[None, :, None, :] & at_loc[None, None]
         loc_prior = np.log(np.array([1 / 2, 1 / 8, 1 / 8, 1 / 8, 1 / 8]))
         logits = jnp.where(match.any(-1), jnp.asarray(loc_prior)[None, None, :], -jnp.inf)
-        choice = jax.random.categorical(k_instr, logits.reshape(-1))
+        # Inverse CDF of one uniform draw (float32: probabilities exact to about 1e-7).
+        probs = jax.nn.softmax(logits.reshape(-1))
+        u = jax.random.uniform(k_instr)
+        choice = jnp.minimum(jnp.sum(jnp.cumsum(probs) <= u), probs.shape[0] - 1)
+        choice = jnp.where(probs[choice] > 0, choice, jnp.argmax(probs))
         c, t, loc = choice // 15, (choice // 5) % 3, choice % 5
-        chosen = match[c, t, loc]
-        article = jnp.where(chosen.sum() > 1, WORD_TO_ID["a"], WORD_TO_ID["the"])
+        described = match[c, t, loc]  # [n]: the objects of the description
+        article = jnp.where(described.sum() > 1, WORD_TO_ID["a"], WORD_TO_ID["the"])
         colour_word = jnp.where(c == 0, 0, jnp.asarray(_COLOUR_WORD)[jnp.maximum(c - 1, 0)])
         words = jnp.concatenate(
             [
@@ -361,7 +409,7 @@ class PickupLoc(AbstractMiniGrid):
                 jnp.asarray(_LOCATION_WORDS)[loc],
             ]
         )
-        tracked = _tracked_grid(rs, rs, xs, ys, chosen)
+        tracked = _on_grid(rs, (chosen & described[:, None]).any(0))
         return new_state(grid, pos, direction, compact_tokens(words), tracked)
 
     def verify(
