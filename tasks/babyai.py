@@ -336,14 +336,14 @@ class PickupLoc(AbstractMiniGrid):
         rs, n = self.room_size, self.num_objs
         k = rs - 2
         cx, cy = _interior(rs)
-        c = len(cx)
+        cells = len(cx)
         centre = rs // 2
         allowed = jnp.asarray(np.abs(cx - centre) + np.abs(cy - centre) >= 2)
         vec = jnp.asarray(DIR_TO_VEC)
         k_layout, k_instr = jax.random.split(key)
 
         def draw(key):
-            words = jax.random.bits(key, (1 + n + c,), jnp.uint32)
+            words = jax.random.bits(key, (1 + n + cells,), jnp.uint32)
             chosen = _choose(words[1 + n :], allowed, n)  # [n, cells]
             kinds = _below(words[1 : 1 + n], 3 * len(COLOR_NAMES))
             types = jnp.asarray(OBJECT_TYPES)[kinds // len(COLOR_NAMES)]
@@ -362,7 +362,7 @@ class PickupLoc(AbstractMiniGrid):
             valid = ~occupied[1:-1, 1:-1, None] & ~ahead
             choice = _pick(words[0], valid.reshape(-1))
             agent, direction = choice // 4, choice % 4
-            ok = reachable_in_room(occupied[1:-1, 1:-1], (jnp.arange(c) == agent).reshape(k, k))
+            ok = reachable_in_room(occupied[1:-1, 1:-1], (jnp.arange(cells) == agent).reshape(k, k))
             return (chosen, types, colours, agent, direction), ok
 
         chosen, types, colours, agent, direction = _redraw_until(draw, k_layout)
