@@ -251,6 +251,25 @@ def test_environment_contract(spec: TaskSpec):
     assert env.show(jax.tree.map(lambda a: a[0], state)).dtype == np.uint8
 
 
+def test_zoo_list_shows_the_environments():
+    """`zoo list` with the environments registered (as the `zoo.tasks` entry points do once
+    the package is installed) lists each with its description, and builds them by name."""
+    from runs.cli import main
+
+    # Under the built-in distribution's name, so that they coincide with the entry points once
+    # the package is reinstalled (as tests/test_preference_grid.py does).
+    try:
+        for spec in ENV_SPECS:
+            plugins.register(spec, dist="zoo")
+        listing = plugins.format_listing()
+        assert all(spec.name in listing for spec in ENV_SPECS)
+        assert main(["list"]) == 0
+        env = plugins.task_spec("doorkey-8x8").load()(DoorKeyConfig(), key=jr.key(0))
+        assert isinstance(env, DoorKey) and env.max_steps == 640
+    finally:
+        plugins.reset()
+
+
 def test_every_environment_is_registered_in_pyproject():
     import pathlib
     import tomllib
