@@ -97,6 +97,7 @@ def test_agrees_with_babyai(gym, level, ours):
             replay.run(path or [DONE])
         solved += replay.successes > 0
         replay.successes = 0
+    print(f"{level}: {replay.steps} steps compared, {solved} scripted successes")
     assert solved >= 5  # a path can be blocked by other objects
     assert random_steps > 400 and replay.steps > random_steps
 

@@ -331,6 +331,7 @@ def test_agrees_with_minigrid(gym, level, ours, seeds):
         solved += replay.successes > 0
         replay.successes = 0
         assert replay.done
+    print(f"{level}: {replay.steps} steps compared, {solved} scripted successes")
     assert solved == seeds
     assert replay.steps > 100 * seeds
 
