@@ -136,7 +136,10 @@ def autoreset_step(
 ) -> tuple[PyTree[Array], dict[str, Array], Float[Array, ""], Bool[Array, ""], Bool[Array, ""]]:
     """`env.step`, then a fresh episode in place of a finished one: `(state, observation,
     reward, done, success)`, where `done = terminated | truncated` belongs to the step taken
-    and the returned state and observation are those of the next episode where `done`."""
+    and the returned state and observation are those of the next episode where `done`.
+
+    `reset` runs at every call (under `vmap`, a choice between both states costs no less than
+    computing both); where the environment has `observe`, only the kept state is observed."""
     step_key, reset_key = jax.random.split(key)
     state, obs, reward, terminated, truncated = env.step(state, action, step_key)
     fresh_state, fresh_obs = env.reset(reset_key)
