@@ -205,8 +205,16 @@ def test_autoreset_starts_a_fresh_episode():
     state, _ = env.reset(jr.key(0))
     step = jax.jit(lambda s, a, k: autoreset_step(env, s, a, k))
     for i in range(3):
-        state, _, _, done, success = step(state, jnp.int32(LEFT), jr.key(i))
+        state, obs, _, done, success = step(state, jnp.int32(LEFT), jr.key(i))
     assert bool(done) and not bool(success) and int(state.step_count) == 0
+    # Observing only the kept state (`observe`) gives what `reset` itself returns.
+    fresh_state, fresh_obs = env.reset(jr.split(jr.key(2))[1])
+    assert all(
+        np.array_equal(a, b)
+        for a, b in zip(
+            jax.tree.leaves((state, obs)), jax.tree.leaves((fresh_state, fresh_obs)), strict=True
+        )
+    )
 
 
 # ----------------------------------------------------------------------------- registry
