@@ -108,17 +108,18 @@ def _below(words: UInt32[Array, "..."], span) -> Int[Array, "..."]:
 
 
 def _choose(words: UInt32[Array, " cells"], allowed: Bool[Array, " cells"], n: int) -> Array:
-    """A uniformly random ordered choice of `n` distinct allowed cells, as one-hot rows
-    `bool [n, cells]`: the allowed cells ranked by random 31-bit scores (a tie, of probability
-    below `cells**2 / 2**31`, favours the lower cell). Dense compares, no sort: cheap under
-    `vmap` on CPU, where `top_k` is not."""
+    """A uniformly random ordered choice of `n` distinct allowed cells (at least `n`), as
+    one-hot rows `bool [n, cells]`: the allowed cells in decreasing order of random 31-bit
+    scores (a tie, of probability below `cells**2 / 2**31`, favours the lower cell). `n`
+    argmaxes, no sort: cheap under `vmap` on CPU, where `top_k` is not."""
     scores = jnp.where(allowed, (words >> 1).astype(jnp.int32), -1)
     index = jnp.arange(scores.shape[0])
-    ahead = (scores[None, :] > scores[:, None]) | (
-        (scores[None, :] == scores[:, None]) & (index[None, :] < index[:, None])
-    )
-    rank = ahead.sum(axis=1)
-    return rank[None, :] == jnp.arange(n)[:, None]
+    rows = []
+    for _ in range(n):
+        hit = index == jnp.argmax(scores)
+        rows.append(hit)
+        scores = jnp.where(hit, -2, scores)
+    return jnp.stack(rows)
 
 
 def _pick(words: UInt32[Array, ""], valid: Bool[Array, " m"]) -> Int[Array, ""]:
