@@ -33,14 +33,20 @@ when a `pickup` action with an empty hand picks up an object of the description 
 matching at the start, followed as they move). `done` does nothing.
 
 **Deliberate differences from BabyAI:** the layout is drawn in a different order of random
-numbers but from the same distribution: objects take distinct cells uniformly among the
-allowed ones (BabyAI places them one by one by rejection, which is the same distribution; here
-the allowed cells with the largest random 31-bit scores, so a tie, of probability below
-`cells**2 / 2**31`, favours the lower cell);
-the whole layout is redrawn until it is reachable (`lax.while_loop`), where BabyAI also
-restarts. BabyAI's cap of 100 tries of `rand_obj` (then a fresh layout) is not modelled: the
-instruction is drawn from the same prior restricted to the descriptions that match something,
-which is what the tries sample unless all 100 fail.
+numbers but from the same distribution (so a seed does not give BabyAI's layout for that seed;
+the fidelity tests copy BabyAI's layouts instead): objects take distinct cells uniformly among
+the allowed ones (BabyAI places them one by one by rejection, which is the same distribution;
+here the allowed cells with the largest random 31-bit scores, so a tie, of probability below
+`cells**2 / 2**31`, favours the lower cell); integers are `word mod n` of random 32-bit words
+(bias below `n / 2**32`); the whole layout is redrawn until it is reachable
+(`lax.while_loop`), where BabyAI also restarts (15-18% of GoToLocal / PickupLoc layouts are;
+under `vmap` a batch waits for its slowest environment, so a reset costs about four draws).
+BabyAI's cap of 100 tries of `rand_obj` (then a fresh layout) is not modelled: the instruction
+is drawn from the same prior restricted to the descriptions that match something, which is
+what the tries sample unless all 100 fail, by the inverse CDF of one float32 uniform
+(probabilities exact to about 1e-7). `max_steps` is fixed at construction (BabyAI recomputes
+it at each reset from the instruction; for these one-room, one-action levels it is always
+`room_size ** 2`).
 """
 
 import equinox as eqx
