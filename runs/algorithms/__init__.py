@@ -12,7 +12,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from .config import BilevelConfig, InContextConfig
+from .config import BilevelConfig, InContextConfig, PPOConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +28,16 @@ class AlgorithmSpec:
     algorithm: str
     """`"module:attr"` of the algorithm's class (for its `accepts`)."""
     description: str = ""
+    split: str = "outer.meta_batch"
+    """The setting (a dotted path into `TrainConfig`) whose batch the algorithm splits over
+    the devices, e.g. the meta-batch of tasks or the batch of environments."""
+
+    def batch(self, config: Any) -> int:
+        """The size of the batch split over the devices in `config` (a `TrainConfig`)."""
+        value = config
+        for name in self.split.split("."):
+            value = getattr(value, name)
+        return value
 
     def load(self) -> Callable[..., Any]:
         """The factory."""
@@ -59,6 +69,14 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             factory="runs.algorithms.in_context:make",
             algorithm="runs.algorithms.in_context:InContext",
             description="the model reads the support set beside the queries (Lake 2019)",
+        ),
+        AlgorithmSpec(
+            name="ppo",
+            config=PPOConfig,
+            factory="runs.algorithms.ppo:make",
+            algorithm="runs.algorithms.ppo:PPO",
+            description="recurrent PPO over a batch of environments (BabyAI's settings)",
+            split="algorithm.envs",
         ),
     )
 }
