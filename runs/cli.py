@@ -81,8 +81,11 @@ def train_command_type(
             base.model,
         ),
         *algorithm_fields,
-        ("inner", InnerConfig, base.inner),
-        ("outer", OuterConfig, base.outer),
+        *[
+            (section, typ, getattr(base, section))
+            for section, typ in (("inner", InnerConfig), ("outer", OuterConfig))
+            if algorithm is None or section in algorithm.sections
+        ],
         ("eval", EvalConfig, base.eval),
     ]
     specs = []
@@ -201,8 +204,8 @@ def parse_train(argv: list[str]) -> tuple[TrainConfig, Any]:
         model_name=model_name,
         algorithm_name=algorithm.name,
         algorithm=command.algorithm,
-        inner=command.inner,
-        outer=command.outer,
+        inner=getattr(command, "inner", InnerConfig()),
+        outer=getattr(command, "outer", OuterConfig()),
         eval=command.eval,
         run=command.run,
     )
@@ -241,6 +244,10 @@ class EvalCommand:
     """Tasks per pool (default: the run's eval.tasks)."""
     step: int | None = None
     """Evaluate the checkpoint of this step (default: the newest)."""
+    task: str | None = None
+    """Evaluate on this registered task instead, with its default settings (zero-shot
+    transfer, e.g. an agent trained on doorkey-5x5 on doorkey-8x8); its data must look like
+    the run's task's to the model (same `io`). Writes DIR/eval-TASK.json."""
 
 
 def _eval(argv: list[str]) -> int:
@@ -256,16 +263,38 @@ def _eval(argv: list[str]) -> int:
         config = dataclasses.replace(
             config, eval=dataclasses.replace(config.eval, tasks=command.tasks)
         )
+    output = command.directory / "eval.json"
+    if command.task is not None:
+        import equinox as eqx
+
+        try:
+            spec = plugins.task_spec(command.task)
+        except plugins.PluginError as error:
+            print(f"zoo eval: {error}", file=sys.stderr)
+            return 2
+        trained_io = eqx.filter_eval_shape(build_task, config).io
+        config = dataclasses.replace(config, task=spec.config(), task_name=command.task)
+        other_io = eqx.filter_eval_shape(build_task, config).io
+        if other_io != trained_io:
+            print(
+                f"zoo eval: {command.task}'s data do not look like those the run was trained "
+                f"on, so its model cannot read them:\n  trained on {trained_io}\n  "
+                f"{command.task}: {other_io}",
+                file=sys.stderr,
+            )
+            return 2
+        output = command.directory / f"eval-{command.task.replace(':', '-')}.json"
     task = build_task(config)
     results = evaluate_all(model, task, config, inner_steps=command.inner_steps)
     found = results.pop("identification", {})
     report = {
         "step": step,
+        "task": config.task_name,
         "inner_steps": command.inner_steps,
         "pools": results,
         "identification": found,
     }
-    (command.directory / "eval.json").write_text(json.dumps(report, indent=2) + "\n")
+    output.write_text(json.dumps(report, indent=2) + "\n")
     names = sorted({k for v in results.values() for k in v})
     print(f"{'pool':<10}" + "".join(f"{n:>12}" for n in names) + f"   (step {step})")
     for pool, values in results.items():

@@ -401,7 +401,6 @@ def _lake(task, **model) -> TrainConfig:
         model=MetaSeq2SeqConfig(**model),
         task_name="mutual-exclusivity" if isinstance(task, MutualExclusivityConfig) else "scan",
         model_name="meta-seq2seq",
-        inner=InnerConfig(steps=0),
         outer=OuterConfig(lr=1e-3, weight_decay=0.0, clip=50.0, schedule="piecewise", meta_batch=1),
         eval=EvalConfig(every=2500, tasks=64, batch=16, query_batch=512),
         run=RunConfig(steps=10_000, steps_per_call=50, checkpoint_every=1000),

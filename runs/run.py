@@ -30,7 +30,7 @@ from zoo import AbstractLearner
 from . import algorithms
 from .algorithms.base import AbstractAlgorithm, train_chunk
 from .checkpoint import Checkpoints, OldCheckpointError
-from .config import TrainConfig, from_dict, to_dict
+from .config import InnerConfig, OuterConfig, TrainConfig, from_dict, to_dict
 from .sharding import make_mesh, replicate
 from .state import TrainState
 
@@ -138,7 +138,17 @@ def config_from_dict(data: dict) -> TrainConfig:
     if config.algorithm_name:
         spec = algorithms.get(config.algorithm_name)
         changes["algorithm"] = from_dict(spec.config, algorithm or {})
-    return dataclasses.replace(config, **changes)
+    return _unread_as_defaults(dataclasses.replace(config, **changes))
+
+
+def _unread_as_defaults(config: TrainConfig) -> TrainConfig:
+    """`config` with the engine's sections its (named) algorithm does not read at their
+    defaults (older runs saved e.g. `inner.steps = 0` for in-context runs)."""
+    if not config.algorithm_name:
+        return config
+    sections = algorithms.get(config.algorithm_name).sections
+    defaults = {"inner": InnerConfig(), "outer": OuterConfig()}
+    return dataclasses.replace(config, **{k: v for k, v in defaults.items() if k not in sections})
 
 
 def _differences(a: Any, b: Any, prefix: str = "") -> list[str]:
@@ -196,6 +206,18 @@ def prepare(config: TrainConfig, out: Path, resume: bool) -> TrainConfig:
         )
     config = with_algorithm(config, task, model)
     spec = algorithms.get(config.algorithm_name)
+    unused = [
+        f"{section}.{field.name}"
+        for section, default in (("inner", InnerConfig()), ("outer", OuterConfig()))
+        if section not in spec.sections
+        for field in dataclasses.fields(default)
+        if getattr(getattr(config, section), field.name) != getattr(default, field.name)
+    ]
+    if unused:
+        raise RunError(
+            f"Algorithm {spec.name!r} does not read {', '.join(unused)}; leave them at their "
+            f"defaults and set its own --algorithm.* flags instead (e.g. --algorithm.lr)."
+        )
     try:
         make_mesh(config.run.devices, spec.batch(config), name=spec.split)
     except ValueError as error:
@@ -213,7 +235,7 @@ def prepare(config: TrainConfig, out: Path, resume: bool) -> TrainConfig:
             )
         saved = read_config(out)
         if not saved.algorithm_name:  # saved before algorithms were named
-            saved = with_algorithm(saved, task, model)
+            saved = _unread_as_defaults(with_algorithm(saved, task, model))
         saved, given = to_dict(saved), to_dict(config)
         del saved["run"]["steps"], given["run"]["steps"]
         diff = _differences(saved, given)

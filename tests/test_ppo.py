@@ -164,3 +164,38 @@ def test_a_run_resumes_exactly_and_loads(tmp_path):
     evals = [r for r in rows if r["pool"] == "eval"]
     assert [r["step"] for r in evals] == [2, 4]
     assert {"return", "success", "length"} <= set(evals[-1])
+
+
+def test_the_cli_trains_an_agent_and_evaluates_it_zero_shot(tmp_path, capsys):
+    from runs.cli import main
+
+    out = tmp_path / "run"
+    flags = ["--algorithm.envs", "16", "--algorithm.frames", "8", "--algorithm.recurrence", "4"]
+    flags += ["--algorithm.minibatch", "32", "--steps", "2", "--steps-per-call", "2"]
+    flags += ["--checkpoint-every", "2", "--eval.tasks", "4", "--eval.batch", "4"]
+    flags += ["--no-progress", "--out", str(out)]
+    with pytest.raises(SystemExit):  # PPO reads no --outer.* flags: they are not offered
+        main(["train", "toy-corridor", "toy-agent", "--outer.lr", "0.1", *flags])
+    assert "outer.lr" in capsys.readouterr().err
+    assert main(["train", "toy-corridor", "toy-agent", *flags]) == 0
+    assert load(out).config.algorithm_name == "ppo"
+    assert main(["eval", str(out), "--task", "toy-corridor", "--tasks", "8"]) == 0
+    assert (out / "eval-toy-corridor.json").exists()
+    longer = dataclasses.replace(rl_toys.corridor, name="toy-corridor-long", config=LongCorridor)
+    plugins.register(longer, dist="zoo-tests")
+    assert main(["eval", str(out), "--task", "toy-corridor-long"]) == 2
+    assert "do not look like" in capsys.readouterr().err
+
+
+@dataclasses.dataclass(frozen=True)
+class LongCorridor(rl_toys.CorridorConfig):
+    length: int = 9
+
+
+def test_engine_settings_the_algorithm_does_not_read_are_refused(tmp_path):
+    from runs.config import OuterConfig
+
+    config = dataclasses.replace(toy_config(), outer=OuterConfig(lr=0.5))
+    with pytest.raises(RunError, match=r"does not read outer\.lr"):
+        train(config, tmp_path / "run", progress=False)
+    assert not (tmp_path / "run").exists()

@@ -28,6 +28,9 @@ class AlgorithmSpec:
     algorithm: str
     """`"module:attr"` of the algorithm's class (for its `accepts`)."""
     description: str = ""
+    sections: tuple[str, ...] = ("outer",)
+    """The engine's settings the algorithm reads beside its own (`"inner"`, `"outer"`): `zoo
+    train` offers their flags, and a run refuses others changed from their defaults."""
     split: str = "outer.meta_batch"
     """The setting (a dotted path into `TrainConfig`) whose batch the algorithm splits over
     the devices, e.g. the meta-batch of tasks or the batch of environments."""
@@ -62,6 +65,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             factory="runs.algorithms.bilevel:make",
             algorithm="runs.algorithms.bilevel:Bilevel",
             description="inner loop on the support set, outer step on the query loss (MAML-style)",
+            sections=("inner", "outer"),
         ),
         AlgorithmSpec(
             name="in-context",
@@ -76,6 +80,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             factory="runs.algorithms.ppo:make",
             algorithm="runs.algorithms.ppo:PPO",
             description="recurrent PPO over a batch of environments (BabyAI's settings)",
+            sections=(),
             split="algorithm.envs",
         ),
     )
