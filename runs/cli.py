@@ -126,9 +126,12 @@ def _pop_preset(argv: list[str]) -> tuple[str | None, list[str]]:
     return _pop_option(argv, "--preset")
 
 
-def default_algorithm(task_name: str, model_name: str) -> str:
-    """The algorithm `zoo train TASK MODEL` uses when none is named: the first that accepts
-    the kinds of the task and model (built abstractly from their default configs)."""
+def default_algorithm(task_name: str, model_name: str, name: str = "") -> str:
+    """The algorithm `zoo train TASK MODEL` uses: the one `name`d, checked against the kinds of
+    the task and model (built abstractly from their default configs), or with no name the
+    first that accepts them.
+
+    **Raises:** `UsageError` if none fits, or the one named does not."""
     import equinox as eqx
 
     from . import algorithms
@@ -144,7 +147,7 @@ def default_algorithm(task_name: str, model_name: str) -> str:
     )
     task, model = eqx.filter_eval_shape(build, config)
     try:
-        return algorithms.choose(task, model).name
+        return algorithms.choose(task, model, name).name
     except algorithms.AlgorithmError as error:
         raise UsageError(str(error)) from None
 
@@ -175,11 +178,10 @@ def parse_train(argv: list[str]) -> tuple[TrainConfig, Any]:
         task_spec, model_spec = plugins.task_spec(task_name), plugins.model_spec(model_name)
     except plugins.PluginError as error:
         raise UsageError(str(error)) from None
-    if algorithm_name is None:
-        if base is not None and base.algorithm_name:
-            algorithm_name = base.algorithm_name
-        else:
-            algorithm_name = default_algorithm(task_name, model_name)
+    if algorithm_name is None and base is not None and base.algorithm_name:
+        algorithm_name = base.algorithm_name
+    # Before the flags are parsed: they depend on the algorithm.
+    algorithm_name = default_algorithm(task_name, model_name, algorithm_name or "")
     try:
         algorithm = algorithms.get(algorithm_name)
     except algorithms.AlgorithmError as error:
