@@ -22,6 +22,8 @@ Where this differs from BabyAI, on purpose (fixed shapes, one compiled call):
   devices before the step (one global minibatch, made of equal local shares).
 """
 
+from collections.abc import Callable
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -319,41 +321,35 @@ class PPO(AbstractAlgorithm):
         )
         return model, opt_state, jtu.tree_map(jnp.mean, metrics)
 
+    def iteration(
+        self,
+        env: AbstractEnvironment,
+        model: AbstractActorCritic,
+        opt_state: PyTree,
+        actors: Actors,
+        key: PRNGKeyArray,
+    ) -> tuple[AbstractActorCritic, PyTree, Actors, dict[str, Array]]:
+        """One iteration on this device's environments (inside the mesh's `shard_map`): act,
+        then learn. Metrics: the losses averaged over the devices, the finished episodes'
+        statistics summed over them."""
+        act_key, learn_key, last_key = jr.split(key, 3)
+        actors, rollout, finished = self.collect(env, model, actors, act_key)
+        _, last_value, _ = _act(model, actors.obs, _masked(actors.memory, actors.mask), last_key)
+        advantage, returns = self.advantages(rollout, last_value, actors.mask)
+        data = self.sequences(rollout, advantage, returns)
+        model, opt_state, metrics = self.learn(model, opt_state, data, learn_key)
+        metrics = jax.lax.pmean(metrics, AXIS)
+        return model, opt_state, actors, metrics | jax.lax.psum(finished, AXIS)
+
     def step(
         self, task: AbstractEnvironment, state: TrainState
     ) -> tuple[TrainState, dict[str, Array]]:
-        """One iteration: act, then learn; every device acts in its share of the
-        environments."""
-        model_params, model_static = eqx.partition(state.model, eqx.is_array)
-        env_params, env_static = eqx.partition(task, eqx.is_array)
+        """One iteration; every device acts in its share of the environments."""
 
-        def local(model_params, opt_state, env_params, actors, key):
-            model = eqx.combine(model_params, model_static)
-            env = eqx.combine(env_params, env_static)
-            key = jr.fold_in(key, jax.lax.axis_index(AXIS))
-            act_key, learn_key, last_key = jr.split(key, 3)
-            actors, rollout, finished = self.collect(env, model, actors, act_key)
-            _, last_value, _ = _act(
-                model, actors.obs, _masked(actors.memory, actors.mask), last_key
-            )
-            advantage, returns = self.advantages(rollout, last_value, actors.mask)
-            data = self.sequences(rollout, advantage, returns)
-            model, opt_state, metrics = self.learn(model, opt_state, data, learn_key)
-            metrics = jax.lax.pmean(metrics, AXIS)
-            metrics |= jax.lax.psum(finished, AXIS)
-            return eqx.filter(model, eqx.is_array), opt_state, actors, metrics
+        def local(env, model, opt_state, actors, key):
+            return self.iteration(env, model, opt_state, actors, key)
 
-        replicated, split = PartitionSpec(), PartitionSpec(AXIS)
-        model_params, opt_state, actors, metrics = jax.shard_map(
-            local,
-            mesh=self.mesh,
-            in_specs=(replicated, replicated, replicated, split, replicated),
-            out_specs=(replicated, replicated, split, replicated),
-            check_vma=False,  # the model and optimizer state stay equal on every device
-        )(model_params, state.opt_state, env_params, state.extra, step_key(state))
-        model = eqx.combine(model_params, model_static)
-        state = next_step(state, model, opt_state)
-        state = eqx.tree_at(lambda s: s.extra, state, actors)
+        state, metrics = on_devices(local, self.mesh, task, state)
         metrics["frames"] = state.step * self.settings.frames_per_step
         return state, metrics
 
@@ -443,6 +439,40 @@ def _evaluate(
     return {k: jnp.mean(v.reshape(-1)[:episodes]) for k, v in out.items()}
 
 
+def on_devices(
+    fn: Callable[..., tuple[PyTree, PyTree, Actors, dict[str, Array]]],
+    mesh: Mesh,
+    env: AbstractEnvironment,
+    state: TrainState,
+) -> tuple[TrainState, dict[str, Array]]:
+    """`fn(env, model, opt_state, actors, key) -> (model, opt_state, actors, metrics)` on every
+    device of `mesh`, each with its share of the environments (`state.extra`) and its own key
+    (the step's key folded with the device's index), then `state` one step on.
+
+    `fn` must keep the model and optimizer state equal on every device (average gradients
+    over the devices) and return metrics already reduced over them."""
+    model_params, model_static = eqx.partition(state.model, eqx.is_array)
+    env_params, env_static = eqx.partition(env, eqx.is_array)
+
+    def local(model_params, opt_state, env_params, actors, key):
+        model = eqx.combine(model_params, model_static)
+        env = eqx.combine(env_params, env_static)
+        key = jr.fold_in(key, jax.lax.axis_index(AXIS))
+        model, opt_state, actors, metrics = fn(env, model, opt_state, actors, key)
+        return eqx.filter(model, eqx.is_array), opt_state, actors, metrics
+
+    replicated, split = PartitionSpec(), PartitionSpec(AXIS)
+    model_params, opt_state, actors, metrics = jax.shard_map(
+        local,
+        mesh=mesh,
+        in_specs=(replicated, replicated, replicated, split, replicated),
+        out_specs=(replicated, replicated, split, replicated),
+        check_vma=False,  # the model and optimizer state stay equal on every device
+    )(model_params, state.opt_state, env_params, state.extra, step_key(state))
+    state = next_step(state, eqx.combine(model_params, model_static), opt_state)
+    return eqx.tree_at(lambda s: s.extra, state, actors), metrics
+
+
 def ppo_optimizer(settings: PPOConfig) -> optax.GradientTransformation:
     """Adam with global-norm clipping; steps with a non-finite gradient are skipped."""
     return optax.apply_if_finite(
@@ -470,4 +500,4 @@ def make(
     return PPO(settings=settings, optimizer=ppo_optimizer(settings), mesh=mesh)
 
 
-__all__ = ["PPO", "Actors", "Rollout", "make", "ppo_optimizer"]
+__all__ = ["PPO", "Actors", "Rollout", "make", "on_devices", "ppo_optimizer"]
