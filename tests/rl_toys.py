@@ -107,3 +107,31 @@ def make_agent(config: TinyAgentConfig, *, io: IOSpec, key) -> TinyAgent:
 
 corridor = TaskSpec("toy-corridor", CorridorConfig, "rl_toys:make_corridor", "a test corridor")
 tiny_agent = ModelSpec("toy-agent", TinyAgentConfig, "rl_toys:make_agent", "a test agent")
+
+
+class FastSlowAgent(AbstractActorCritic):
+    """`TinyAgent` whose core and policy head are fast and value head slow (the meta-LSTM
+    split)."""
+
+    agent: TinyAgent
+
+    def initial_memory(self):
+        return self.agent.initial_memory()
+
+    def __call__(self, obs, memory, *, key=None):
+        return self.agent(obs, memory, key=key)
+
+    def labels(self):
+        labels = jtu.tree_map(lambda _: "fast", self)
+        return eqx.tree_at(
+            lambda m: m.agent.value, labels, jtu.tree_map(lambda _: "slow", self.agent.value)
+        )
+
+
+def make_fast_slow_agent(config: TinyAgentConfig, *, io: IOSpec, key) -> FastSlowAgent:
+    return FastSlowAgent(TinyAgent(io, config.hidden, key=key))
+
+
+fast_slow_agent = ModelSpec(
+    "toy-fast-slow-agent", TinyAgentConfig, "rl_toys:make_fast_slow_agent", "a test agent"
+)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         AbstractSplitForward,
         Label,
         array_labels,
+        checked_labels,
         count_params,
         param_counts,
     )
@@ -47,6 +48,7 @@ _BASE = (
     "AbstractSplitForward",
     "Label",
     "array_labels",
+    "checked_labels",
     "count_params",
     "param_counts",
 )
@@ -81,6 +83,7 @@ __all__ = [
     "NonlinearHypernet",
     "ShallowHypernet",
     "array_labels",
+    "checked_labels",
     "count_params",
     "param_counts",
 ]

@@ -12,7 +12,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from .config import BilevelConfig, InContextConfig, PPOConfig
+from .config import BilevelConfig, InContextConfig, MetaRIMsConfig, PPOConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +80,15 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             factory="runs.algorithms.ppo:make",
             algorithm="runs.algorithms.ppo:PPO",
             description="recurrent PPO over a batch of environments (BabyAI's settings)",
+            sections=(),
+            split="algorithm.envs",
+        ),
+        AlgorithmSpec(
+            name="meta-rims",
+            config=MetaRIMsConfig,
+            factory="runs.algorithms.meta_rims:make",
+            algorithm="runs.algorithms.meta_rims:MetaRIMs",
+            description="fast and slow PPO loops over an agent's fast and slow leaves (Madan et al. 2021)",
             sections=(),
             split="algorithm.envs",
         ),

@@ -22,6 +22,7 @@ Where this differs from BabyAI, on purpose (fixed shapes, one compiled call):
   devices before the step (one global minibatch, made of equal local shares).
 """
 
+import functools
 from collections.abc import Callable
 
 import equinox as eqx
@@ -35,7 +36,7 @@ from jax.sharding import Mesh, PartitionSpec
 from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
 
 from tasks import AbstractEnvironment, autoreset_step
-from zoo import AbstractActorCritic
+from zoo import AbstractActorCritic, checked_labels
 
 from ..config import EvalConfig, TrainConfig
 from ..sharding import AXIS
@@ -114,6 +115,20 @@ class PPO(AbstractAlgorithm):
     """The algorithm's settings."""
     optimizer: optax.GradientTransformation = eqx.field(static=True)
     mesh: Mesh = eqx.field(static=True)
+    trains: tuple[str, ...] | None = eqx.field(static=True, default=None)
+    """The labels (`zoo.AbstractLearner.labels`) of the leaves this algorithm updates; the
+    others are left exactly as they are (no gradient is taken for them). `None`: every
+    floating-point leaf."""
+
+    def trainable(self, model: AbstractActorCritic) -> PyTree[bool]:
+        """`True` at the leaves of `model` this algorithm updates."""
+        if self.trains is None:
+            return jtu.tree_map(eqx.is_inexact_array, model)
+        return jtu.tree_map(
+            lambda label, leaf: label in self.trains and eqx.is_inexact_array(leaf),
+            checked_labels(model),
+            model,
+        )
 
     # ------------------------------------------------------------------ state
 
@@ -132,7 +147,7 @@ class PPO(AbstractAlgorithm):
             episode_return=jnp.zeros(n, jnp.float32),
             episode_length=jnp.zeros(n, jnp.int32),
         )
-        opt_state = self.optimizer.init(eqx.filter(model, eqx.is_inexact_array))
+        opt_state = self.optimizer.init(eqx.filter(model, self.trainable(model)))
         return TrainState(
             step=jnp.zeros((), jnp.int32), model=model, opt_state=opt_state, key=key, extra=actors
         )
@@ -289,10 +304,14 @@ class PPO(AbstractAlgorithm):
         count = data["mask"].shape[0]
         per_batch = self.settings.minibatch // self.settings.recurrence // self.mesh.size
         batches = count // per_batch
-        grad_loss = eqx.filter_value_and_grad(self.loss, has_aux=True)
+        trained, frozen = eqx.partition(model, self.trainable(model))
+
+        @functools.partial(jax.value_and_grad, has_aux=True)
+        def grad_loss(trained, batch, key):
+            return self.loss(eqx.combine(trained, frozen), batch, key)
 
         def minibatch(carry, inputs):
-            model, opt_state = carry
+            trained, opt_state = carry
             index, key = inputs
             batch = {
                 k: jtu.tree_map(lambda x: jnp.swapaxes(x[index], 0, 1), v)
@@ -300,15 +319,14 @@ class PPO(AbstractAlgorithm):
                 if k != "memory"
             }
             batch["memory"] = jtu.tree_map(lambda m: m[index], data["memory"])
-            (loss, metrics), grads = grad_loss(model, batch, key)
-            grads = jax.lax.pmean(eqx.filter(grads, eqx.is_inexact_array), AXIS)
-            params = eqx.filter(model, eqx.is_inexact_array)
-            updates, opt_state = self.optimizer.update(grads, opt_state, params)
-            model = eqx.apply_updates(model, updates)
+            (loss, metrics), grads = grad_loss(trained, batch, key)
+            grads = jax.lax.pmean(grads, AXIS)
+            updates, opt_state = self.optimizer.update(grads, opt_state, trained)
+            trained = eqx.apply_updates(trained, updates)
             metrics["loss"] = loss
             metrics["grad_norm"] = optax.tree.norm(grads)
             metrics["grad_finite"] = jnp.isfinite(metrics["grad_norm"]).astype(jnp.float32)
-            return (model, opt_state), metrics
+            return (trained, opt_state), metrics
 
         def epoch(carry, key):
             order_key, step_keys = jr.split(key)
@@ -316,10 +334,10 @@ class PPO(AbstractAlgorithm):
             inputs = (order.reshape(batches, per_batch), jr.split(step_keys, batches))
             return jax.lax.scan(minibatch, carry, inputs)
 
-        (model, opt_state), metrics = jax.lax.scan(
-            epoch, (model, opt_state), jr.split(key, self.settings.epochs)
+        (trained, opt_state), metrics = jax.lax.scan(
+            epoch, (trained, opt_state), jr.split(key, self.settings.epochs)
         )
-        return model, opt_state, jtu.tree_map(jnp.mean, metrics)
+        return eqx.combine(trained, frozen), opt_state, jtu.tree_map(jnp.mean, metrics)
 
     def iteration(
         self,
