@@ -16,7 +16,14 @@ import pytest
 from plugins import builtin
 from zoo import AbstractActorCritic, IOSpec
 from zoo._base import checked_labels
-from zoo.agents import ActorCritic, ImageEncoder, _conv, make_lstm, make_rims
+from zoo.agents import (
+    ActorCritic,
+    ImageEncoder,
+    InstructionEncoder,
+    _conv,
+    make_lstm,
+    make_rims,
+)
 from zoo.config import LSTMAgentConfig, RIMsAgentConfig
 from zoo.rims import RIMCell
 
@@ -103,8 +110,15 @@ def test_image_encoder_is_cnn1():
     np.testing.assert_allclose(encoder(image), x.reshape(-1), rtol=1e-5, atol=1e-5)
 
 
-def _label(agent: ActorCritic, where) -> str:
-    return where(agent.labels())
+def test_instruction_encoder_is_a_gru_over_the_padded_mission():
+    """The looked-up input projections and the skipped first recurrent product give what
+    Equinox's GRU cell gives, stepped over the embedded tokens, padding included."""
+    encoder = InstructionEncoder(VOCAB, 6, key=jr.key(0))
+    tokens = jnp.array([3, 1, 4, 0, 0])
+    h = jnp.zeros(6)
+    for token in tokens:
+        h = encoder.gru(encoder.embedding(token), h)
+    np.testing.assert_allclose(encoder(tokens), h, rtol=1e-5, atol=1e-6)
 
 
 def test_labels_of_meta_rims():

@@ -152,16 +152,21 @@ class InstructionEncoder(eqx.Module):
         gru = self.gru
         dim = gru.hidden_size
         assert gru.bias is not None and gru.bias_n is not None
-        inputs = self.embedding.weight[tokens] @ gru.weight_ih.T + gru.bias
+        # The input side of the gates for every word of the vocabulary at once, then looked up:
+        # the same products as projecting each token's embedding, and on BabyAI's small
+        # vocabulary (< 100 words) fewer of them for a batch of missions.
+        table = self.embedding.weight @ gru.weight_ih.T + gru.bias
+        inputs = table[tokens]
 
-        def step(h, x):
-            hidden = gru.weight_hh @ h
+        def step(h, x, hidden):
             r = jax.nn.sigmoid(x[:dim] + hidden[:dim])
             z = jax.nn.sigmoid(x[dim : 2 * dim] + hidden[dim : 2 * dim])
             n = jnp.tanh(x[2 * dim :] + r * (hidden[2 * dim :] + gru.bias_n))
-            return n + z * (h - n), None
+            return n + z * (h - n)
 
-        h, _ = jax.lax.scan(step, jnp.zeros((dim,)), inputs)
+        # From h = 0 the first step's recurrent product is 0.
+        h = step(jnp.zeros((dim,)), inputs[0], jnp.zeros((3 * dim,)))
+        h, _ = jax.lax.scan(lambda h, x: (step(h, x, gru.weight_hh @ h), None), h, inputs[1:])
         return h
 
 
