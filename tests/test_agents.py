@@ -15,7 +15,6 @@ import pytest
 
 from plugins import builtin
 from zoo import AbstractActorCritic, IOSpec
-from zoo._base import checked_labels
 from zoo.agents import (
     ActorCritic,
     ImageEncoder,
@@ -123,7 +122,8 @@ def test_instruction_encoder_is_a_gru_over_the_padded_mission():
 
 def test_labels_of_meta_rims():
     agent = _agent("rims")
-    labels = checked_labels(agent)
+    agent.fast_filter()  # the labels are checked: the model's structure, known labels
+    labels = agent.labels()
     assert jtu.tree_structure(labels) == jtu.tree_structure(agent)
     assert isinstance(agent.core, RIMCell) and agent.instruction is not None
     fast = [
@@ -160,7 +160,7 @@ def test_labels_of_meta_rims():
 
 def test_labels_of_meta_lstm():
     agent = _agent("lstm", WITHOUT_MISSION)
-    labels = checked_labels(agent)
+    labels = agent.labels()
     assert jtu.tree_structure(labels) == jtu.tree_structure(agent)
     assert labels.core.weight_ih == labels.core.weight_hh == labels.core.bias == "fast"
     assert labels.actor.hidden.weight == "fast"
