@@ -28,9 +28,11 @@ if TYPE_CHECKING:
         count_params,
         param_counts,
     )
+    from .agents import ActorCritic
     from .linear_hypernet import LinearHypernet
     from .mlp import ANIL, MAML
     from .nonlinear_hypernet import NonlinearHypernet
+    from .rims import RIMCell
     from .seq2seq import MetaSeq2Seq
     from .shallow_hypernet import ShallowHypernet
 
@@ -60,6 +62,8 @@ _LAZY = {
     "MAML": ".mlp",
     "ShallowHypernet": ".shallow_hypernet",
     "MetaSeq2Seq": ".seq2seq",
+    "ActorCritic": ".agents",
+    "RIMCell": ".rims",
 }
 
 __all__ = [
@@ -76,11 +80,13 @@ __all__ = [
     "AbstractMetaLearner",
     "AbstractModular",
     "AbstractSplitForward",
+    "ActorCritic",
     "IOSpec",
     "Label",
     "LinearHypernet",
     "MetaSeq2Seq",
     "NonlinearHypernet",
+    "RIMCell",
     "ShallowHypernet",
     "array_labels",
     "checked_labels",
