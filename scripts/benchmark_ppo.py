@@ -4,6 +4,8 @@ iterations (acting + GAE + PPO epochs, one compiled call per iteration), per age
     python scripts/benchmark_ppo.py [--task doorkey-5x5] [--model lstm-agent rims-agent]
         [--iterations 4] [--calls 3] [--envs 64] [--json out.json]
 
+    python scripts/benchmark_ppo.py --cpu-devices 2   # the environments split over 2 cores
+
 The PPO settings are the defaults (BabyAI's: 64 environments x 40 frames, recurrence 20,
 minibatch 1280, 4 epochs) unless flags change them. Figures are the best of `--calls` compiled
 calls of `--iterations` iterations each, after one call that compiles.
@@ -16,18 +18,17 @@ import os
 import sys
 import time
 
-import jax
-import jax.random as jr
 
-import plugins
-from runs.algorithms.base import train_chunk
-from runs.algorithms.config import PPOConfig
-from runs.config import TrainConfig
-from runs.run import build, build_algorithm, resolve
-from runs.sharding import replicate
+def benchmark(task: str, model: str, settings, iterations: int, calls: int) -> dict:
+    import jax
+    import jax.random as jr
 
+    import plugins
+    from runs.algorithms.base import train_chunk
+    from runs.config import TrainConfig
+    from runs.run import build, build_algorithm, resolve
+    from runs.sharding import replicate
 
-def benchmark(task: str, model: str, settings: PPOConfig, iterations: int, calls: int) -> dict:
     config = resolve(
         TrainConfig(
             task=plugins.task_spec(task).config(),
@@ -69,10 +70,23 @@ def main() -> None:
     parser.add_argument("--model", nargs="+", default=["lstm-agent", "rims-agent"])
     parser.add_argument("--iterations", type=int, default=4)
     parser.add_argument("--calls", type=int, default=3)
-    parser.add_argument("--envs", type=int, default=PPOConfig.envs)
-    parser.add_argument("--frames", type=int, default=PPOConfig.frames)
+    parser.add_argument("--envs", type=int, default=64)
+    parser.add_argument("--frames", type=int, default=40)
+    parser.add_argument(
+        "--cpu-devices",
+        type=int,
+        default=1,
+        help="split the environments over this many host CPU devices (one per core)",
+    )
     parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args()
+    if args.cpu_devices > 1:  # before JAX starts
+        flag = f"--xla_force_host_platform_device_count={args.cpu_devices}"
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}".strip()
+    import jax
+
+    from runs.algorithms.config import PPOConfig
+
     settings = dataclasses.replace(PPOConfig(), envs=args.envs, frames=args.frames)
     print(
         f"host: {os.cpu_count()} CPU cores, JAX {jax.__version__}, {jax.devices()}", file=sys.stderr
