@@ -5,8 +5,18 @@ Only configuration modules are imported here (no JAX)."""
 from tasks.config import (
     CompositionalGoalsConfig,
     CompositionalPreferencesConfig,
+    DoorKey5x5Config,
+    DoorKey6x6Config,
+    DoorKey16x16Config,
+    DoorKeyConfig,
+    FourRoomsConfig,
+    GoToLocalConfig,
+    GoToObjConfig,
+    GoToRedBallConfig,
+    GoToRedBallGreyConfig,
     HyperteacherConfig,
     MutualExclusivityConfig,
+    PickupLocConfig,
     ScanEpisodesConfig,
     TeacherStudentConfig,
 )
@@ -119,4 +129,74 @@ compositional_goals = TaskSpec(
     config=CompositionalGoalsConfig,
     factory="tasks.goal_grid:make",
     description="Compositional goals grid world: imitate shortest paths to (quadrant, interaction, maze, object) goals (Schug et al. 2024, 4.3, C.4)",
+)
+
+doorkey_5x5 = TaskSpec(
+    name="doorkey-5x5",
+    config=DoorKey5x5Config,
+    factory="tasks.minigrid_levels:make_doorkey",
+    description="MiniGrid DoorKey-5x5 environment: key, locked door, goal; max 250 steps (Madan et al. 2021)",
+)
+
+doorkey_6x6 = TaskSpec(
+    name="doorkey-6x6",
+    config=DoorKey6x6Config,
+    factory="tasks.minigrid_levels:make_doorkey",
+    description="MiniGrid DoorKey-6x6 environment: key, locked door, goal; max 360 steps (Madan et al. 2021)",
+)
+
+doorkey_8x8 = TaskSpec(
+    name="doorkey-8x8",
+    config=DoorKeyConfig,
+    factory="tasks.minigrid_levels:make_doorkey",
+    description="MiniGrid DoorKey-8x8 environment: key, locked door, goal; max 640 steps (Madan et al. 2021)",
+)
+
+doorkey_16x16 = TaskSpec(
+    name="doorkey-16x16",
+    config=DoorKey16x16Config,
+    factory="tasks.minigrid_levels:make_doorkey",
+    description="MiniGrid DoorKey-16x16 environment: key, locked door, goal; max 2560 steps (Madan et al. 2021)",
+)
+
+fourrooms = TaskSpec(
+    name="fourrooms",
+    config=FourRoomsConfig,
+    factory="tasks.minigrid_levels:make_fourrooms",
+    description="MiniGrid FourRooms environment: 19x19, reach the goal; max 100 steps (Madan et al. 2021)",
+)
+
+babyai_gotoobj = TaskSpec(
+    name="babyai-gotoobj",
+    config=GoToObjConfig,
+    factory="tasks.babyai:make_gotoobj",
+    description="BabyAI GoToObj environment: one room, one object, 'go to the {colour} {type}' (Madan et al. 2021)",
+)
+
+babyai_gotoredball = TaskSpec(
+    name="babyai-gotoredball",
+    config=GoToRedBallConfig,
+    factory="tasks.babyai:make_gotoredball",
+    description="BabyAI GoToRedBall environment: red ball among 7 random distractors (Madan et al. 2021)",
+)
+
+babyai_gotoredballgrey = TaskSpec(
+    name="babyai-gotoredballgrey",
+    config=GoToRedBallGreyConfig,
+    factory="tasks.babyai:make_gotoredballgrey",
+    description="BabyAI GoToRedBallGrey environment: red ball among 7 grey distractors (Madan et al. 2021)",
+)
+
+babyai_gotolocal = TaskSpec(
+    name="babyai-gotolocal",
+    config=GoToLocalConfig,
+    factory="tasks.babyai:make_gotolocal",
+    description="BabyAI GoToLocal environment: go to one of 8 objects in a room (Madan et al. 2021)",
+)
+
+babyai_pickuploc = TaskSpec(
+    name="babyai-pickuploc",
+    config=PickupLocConfig,
+    factory="tasks.babyai:make_pickuploc",
+    description="BabyAI PickupLoc environment: pick up an object described by location (Madan et al. 2021)",
 )

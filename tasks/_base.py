@@ -122,18 +122,32 @@ class AbstractEnvironment(eqx.Module):
         del state
         return None
 
+    def observe(self, state: PyTree[Array]) -> dict[str, Array] | None:
+        """The observation of `state`, where it is a function of the state alone, as `reset`
+        and `step` return it; `None` (the default) where it is not. With it, `autoreset_step`
+        observes once, the state it keeps, instead of observing both the stepped and the fresh
+        state and choosing (the observation is often most of a step's cost)."""
+        del state
+        return None
+
 
 def autoreset_step(
     env: AbstractEnvironment, state: PyTree[Array], action: Int[Array, ""], key: PRNGKeyArray
 ) -> tuple[PyTree[Array], dict[str, Array], Float[Array, ""], Bool[Array, ""], Bool[Array, ""]]:
     """`env.step`, then a fresh episode in place of a finished one: `(state, observation,
     reward, done, success)`, where `done = terminated | truncated` belongs to the step taken
-    and the returned state and observation are those of the next episode where `done`."""
+    and the returned state and observation are those of the next episode where `done`.
+
+    `reset` runs at every call (under `vmap`, a choice between both states costs no less than
+    computing both); where the environment has `observe`, only the kept state is observed."""
     step_key, reset_key = jax.random.split(key)
     state, obs, reward, terminated, truncated = env.step(state, action, step_key)
     fresh_state, fresh_obs = env.reset(reset_key)
     done = terminated | truncated
-    state, obs = jax.tree.map(
-        lambda new, old: jnp.where(done, new, old), (fresh_state, fresh_obs), (state, obs)
-    )
+    state = jax.tree.map(lambda new, old: jnp.where(done, new, old), fresh_state, state)
+    observed = env.observe(state)  # then the observations of `step` and `reset` go unused
+    if observed is None:
+        obs = jax.tree.map(lambda new, old: jnp.where(done, new, old), fresh_obs, obs)
+    else:
+        obs = observed
     return state, obs, reward, done, terminated & (reward > 0)

@@ -389,3 +389,156 @@ class CompositionalGoalsConfig:
             )
         if self.seed < 0:
             raise ValueError(f"seed={self.seed} must be >= 0; use a non-negative seed.")
+
+
+# ----------------------------------------------------------------------------- MiniGrid / BabyAI
+
+
+@dataclasses.dataclass(frozen=True)
+class DoorKeyConfig:
+    """MiniGrid's DoorKey-SxS (`tasks.minigrid_levels.DoorKey`): an S x S grid split by a wall
+    with a locked yellow door; fetch the yellow key, unlock the door, reach the goal."""
+
+    size: int = 8
+    """Side S of the grid, walls included (MiniGrid registers 5, 6, 8 and 16); >= 5."""
+    max_steps: int | None = None
+    """Steps after which an episode is truncated; None: MiniGrid's 10 * S * S."""
+
+    def __post_init__(self) -> None:
+        if self.size < 5:
+            raise ValueError(f"size={self.size} is too small for a DoorKey level; set size >= 5.")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise ValueError(f"max_steps={self.max_steps} must be >= 1 (or None for 10 * S * S).")
+
+
+@dataclasses.dataclass(frozen=True)
+class DoorKey5x5Config(DoorKeyConfig):
+    """MiniGrid-DoorKey-5x5-v0 (`DoorKeyConfig` with size 5)."""
+
+    size: int = 5
+    """Side S of the grid, walls included; >= 5."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DoorKey6x6Config(DoorKeyConfig):
+    """MiniGrid-DoorKey-6x6-v0 (`DoorKeyConfig` with size 6)."""
+
+    size: int = 6
+    """Side S of the grid, walls included; >= 5."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DoorKey16x16Config(DoorKeyConfig):
+    """MiniGrid-DoorKey-16x16-v0 (`DoorKeyConfig` with size 16)."""
+
+    size: int = 16
+    """Side S of the grid, walls included; >= 5."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FourRoomsConfig:
+    """MiniGrid's FourRooms (`tasks.minigrid_levels.FourRooms`): 19 x 19, four rooms joined by
+    one gap in each inner wall; reach the goal."""
+
+    max_steps: int = 100
+    """Steps after which an episode is truncated (MiniGrid: 100)."""
+
+    def __post_init__(self) -> None:
+        if self.max_steps < 1:
+            raise ValueError(f"max_steps={self.max_steps} must be >= 1.")
+
+
+def _check_room(room_size: int, objects: int, max_steps: int | None) -> None:
+    if room_size < 5:
+        raise ValueError(f"room_size={room_size} is too small; set room_size >= 5.")
+    room = (room_size - 2) ** 2 - 5
+    if objects > room:
+        raise ValueError(
+            f"{objects} objects do not fit in a room of size {room_size} (at most {room} cells "
+            "away from the agent); lower num_dists or raise room_size."
+        )
+    if max_steps is not None and max_steps < 1:
+        raise ValueError(f"max_steps={max_steps} must be >= 1 (or None for room_size ** 2).")
+
+
+@dataclasses.dataclass(frozen=True)
+class GoToObjConfig:
+    """BabyAI GoToObj (`tasks.babyai.GoTo`): one room, one object; "go to the {colour}
+    {type}"; success when the agent faces it."""
+
+    room_size: int = 8
+    """Side of the room, walls included (BabyAI: 8)."""
+    max_steps: int | None = None
+    """Steps after which an episode is truncated; None: BabyAI's room_size ** 2."""
+
+    def __post_init__(self) -> None:
+        _check_room(self.room_size, 1, self.max_steps)
+
+
+@dataclasses.dataclass(frozen=True)
+class GoToRedBallConfig:
+    """BabyAI GoToRedBall (`tasks.babyai.GoTo`): one room, a red ball and random distractors;
+    "go to the red ball" ("a red ball" when a distractor is one too)."""
+
+    room_size: int = 8
+    """Side of the room, walls included (BabyAI: 8)."""
+    num_dists: int = 7
+    """Distractor objects beside the red ball (BabyAI: 7)."""
+    max_steps: int | None = None
+    """Steps after which an episode is truncated; None: BabyAI's room_size ** 2."""
+
+    def __post_init__(self) -> None:
+        _check_room(self.room_size, self.num_dists + 1, self.max_steps)
+
+
+@dataclasses.dataclass(frozen=True)
+class GoToRedBallGreyConfig:
+    """BabyAI GoToRedBallGrey (`tasks.babyai.GoTo`): one room, a red ball and grey
+    distractors; "go to the red ball"."""
+
+    room_size: int = 8
+    """Side of the room, walls included (BabyAI: 8)."""
+    num_dists: int = 7
+    """Grey distractor objects beside the red ball (BabyAI: 7)."""
+    max_steps: int | None = None
+    """Steps after which an episode is truncated; None: BabyAI's room_size ** 2."""
+
+    def __post_init__(self) -> None:
+        _check_room(self.room_size, self.num_dists + 1, self.max_steps)
+
+
+@dataclasses.dataclass(frozen=True)
+class GoToLocalConfig:
+    """BabyAI GoToLocal (`tasks.babyai.GoTo`): one room, random objects, go to one of them
+    ("go to the/a {colour} {type}")."""
+
+    room_size: int = 8
+    """Side of the room, walls included (BabyAI: 8)."""
+    num_dists: int = 8
+    """Objects in the room, the target among them (BabyAI: 8)."""
+    max_steps: int | None = None
+    """Steps after which an episode is truncated; None: BabyAI's room_size ** 2."""
+
+    def __post_init__(self) -> None:
+        if self.num_dists < 1:
+            raise ValueError(f"num_dists={self.num_dists} must be >= 1 (the target is one).")
+        _check_room(self.room_size, self.num_dists, self.max_steps)
+
+
+@dataclasses.dataclass(frozen=True)
+class PickupLocConfig:
+    """BabyAI PickupLoc (`tasks.babyai.PickupLoc`): one room, random objects; "pick up
+    the/a [colour] {type} [on your left|on your right|in front of you|behind you]" (location
+    relative to the agent at the start)."""
+
+    room_size: int = 8
+    """Side of the room, walls included (BabyAI: 8)."""
+    num_dists: int = 8
+    """Objects in the room (BabyAI: 8)."""
+    max_steps: int | None = None
+    """Steps after which an episode is truncated; None: BabyAI's room_size ** 2."""
+
+    def __post_init__(self) -> None:
+        if self.num_dists < 1:
+            raise ValueError(f"num_dists={self.num_dists} must be >= 1.")
+        _check_room(self.room_size, self.num_dists, self.max_steps)
