@@ -147,6 +147,9 @@ class PPO(AbstractAlgorithm):
             episode_return=jnp.zeros(n, jnp.float32),
             episode_length=jnp.zeros(n, jnp.int32),
         )
+        # One buffer per leaf (an observation may hold a state's own arrays), so that a
+        # compiled step can donate every one of them.
+        actors = jtu.tree_map(lambda x: jnp.array(x, copy=True), actors)
         opt_state = self.optimizer.init(eqx.filter(model, self.trainable(model)))
         return TrainState(
             step=jnp.zeros((), jnp.int32), model=model, opt_state=opt_state, key=key, extra=actors
