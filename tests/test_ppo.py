@@ -199,3 +199,17 @@ def test_engine_settings_the_algorithm_does_not_read_are_refused(tmp_path):
     with pytest.raises(RunError, match=r"does not read outer\.lr"):
         train(config, tmp_path / "run", progress=False)
     assert not (tmp_path / "run").exists()
+
+
+def test_the_madan_presets_prepare(tmp_path):
+    """Every Madan et al. 2021 preset passes every check made before compiling, with the
+    algorithm its agent calls for, and trains for about its frame budget."""
+    from runs.presets import MADAN_AGENTS, MADAN_CPU_FRAMES, MADAN_LEVELS, get_preset, madan_preset
+    from runs.run import prepare
+
+    for level in MADAN_LEVELS:
+        for agent, (model, algorithm) in MADAN_AGENTS.items():
+            config = prepare(get_preset(madan_preset(level, agent)), tmp_path / "x", False)
+            assert (config.model_name, config.algorithm_name) == (model, algorithm)
+            frames = config.run.steps * config.algorithm.frames_per_step
+            assert abs(frames - MADAN_CPU_FRAMES) < 0.1 * MADAN_CPU_FRAMES
