@@ -23,9 +23,11 @@ from tasks.config import (
 from zoo.config import (
     ANILConfig,
     LinearHypernetConfig,
+    LSTMAgentConfig,
     MAMLConfig,
     MetaSeq2SeqConfig,
     NonlinearHypernetConfig,
+    RIMsAgentConfig,
     ShallowHypernetConfig,
 )
 
@@ -85,6 +87,20 @@ meta_seq2seq = ModelSpec(
     config=MetaSeq2SeqConfig,
     factory="zoo.seq2seq:make",
     description="Meta seq2seq: biLSTM encoders, key-value memory, attention decoder; adapts in context (Lake 2019, 3)",
+)
+
+lstm_agent = ModelSpec(
+    name="lstm-agent",
+    config=LSTMAgentConfig,
+    factory="zoo.agents:make_lstm",
+    description="Vanilla agent: BabyAI actor-critic (cnn1 image, instruction GRU) with an LSTM memory (Madan et al. 2021, 4)",
+)
+
+rims_agent = ModelSpec(
+    name="rims-agent",
+    config=RIMsAgentConfig,
+    factory="zoo.agents:make_rims",
+    description="Modular agent: BabyAI actor-critic with RIMs (N=5, k=3); Meta-RIMs fast/slow split (Madan et al. 2021, 2)",
 )
 
 scan = TaskSpec(

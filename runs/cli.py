@@ -81,8 +81,11 @@ def train_command_type(
             base.model,
         ),
         *algorithm_fields,
-        ("inner", InnerConfig, base.inner),
-        ("outer", OuterConfig, base.outer),
+        *[
+            (section, typ, getattr(base, section))
+            for section, typ in (("inner", InnerConfig), ("outer", OuterConfig))
+            if algorithm is None or section in algorithm.sections
+        ],
         ("eval", EvalConfig, base.eval),
     ]
     specs = []
@@ -123,9 +126,12 @@ def _pop_preset(argv: list[str]) -> tuple[str | None, list[str]]:
     return _pop_option(argv, "--preset")
 
 
-def default_algorithm(task_name: str, model_name: str) -> str:
-    """The algorithm `zoo train TASK MODEL` uses when none is named: the first that accepts
-    the kinds of the task and model (built abstractly from their default configs)."""
+def default_algorithm(task_name: str, model_name: str, name: str = "") -> str:
+    """The algorithm `zoo train TASK MODEL` uses: the one `name`d, checked against the kinds of
+    the task and model (built abstractly from their default configs), or with no name the
+    first that accepts them.
+
+    **Raises:** `UsageError` if none fits, or the one named does not."""
     import equinox as eqx
 
     from . import algorithms
@@ -141,7 +147,7 @@ def default_algorithm(task_name: str, model_name: str) -> str:
     )
     task, model = eqx.filter_eval_shape(build, config)
     try:
-        return algorithms.choose(task, model).name
+        return algorithms.choose(task, model, name).name
     except algorithms.AlgorithmError as error:
         raise UsageError(str(error)) from None
 
@@ -172,11 +178,10 @@ def parse_train(argv: list[str]) -> tuple[TrainConfig, Any]:
         task_spec, model_spec = plugins.task_spec(task_name), plugins.model_spec(model_name)
     except plugins.PluginError as error:
         raise UsageError(str(error)) from None
-    if algorithm_name is None:
-        if base is not None and base.algorithm_name:
-            algorithm_name = base.algorithm_name
-        else:
-            algorithm_name = default_algorithm(task_name, model_name)
+    if algorithm_name is None and base is not None and base.algorithm_name:
+        algorithm_name = base.algorithm_name
+    # Before the flags are parsed: they depend on the algorithm.
+    algorithm_name = default_algorithm(task_name, model_name, algorithm_name or "")
     try:
         algorithm = algorithms.get(algorithm_name)
     except algorithms.AlgorithmError as error:
@@ -201,8 +206,8 @@ def parse_train(argv: list[str]) -> tuple[TrainConfig, Any]:
         model_name=model_name,
         algorithm_name=algorithm.name,
         algorithm=command.algorithm,
-        inner=command.inner,
-        outer=command.outer,
+        inner=getattr(command, "inner", InnerConfig()),
+        outer=getattr(command, "outer", OuterConfig()),
         eval=command.eval,
         run=command.run,
     )
@@ -241,6 +246,10 @@ class EvalCommand:
     """Tasks per pool (default: the run's eval.tasks)."""
     step: int | None = None
     """Evaluate the checkpoint of this step (default: the newest)."""
+    task: str | None = None
+    """Evaluate on this registered task instead, with its default settings (zero-shot
+    transfer, e.g. an agent trained on doorkey-5x5 on doorkey-8x8); its data must look like
+    the run's task's to the model (same `io`). Writes DIR/eval-TASK.json."""
 
 
 def _eval(argv: list[str]) -> int:
@@ -256,16 +265,38 @@ def _eval(argv: list[str]) -> int:
         config = dataclasses.replace(
             config, eval=dataclasses.replace(config.eval, tasks=command.tasks)
         )
+    output = command.directory / "eval.json"
+    if command.task is not None:
+        import equinox as eqx
+
+        try:
+            spec = plugins.task_spec(command.task)
+        except plugins.PluginError as error:
+            print(f"zoo eval: {error}", file=sys.stderr)
+            return 2
+        trained_io = eqx.filter_eval_shape(build_task, config).io
+        config = dataclasses.replace(config, task=spec.config(), task_name=command.task)
+        other_io = eqx.filter_eval_shape(build_task, config).io
+        if other_io != trained_io:
+            print(
+                f"zoo eval: {command.task}'s data do not look like those the run was trained "
+                f"on, so its model cannot read them:\n  trained on {trained_io}\n  "
+                f"{command.task}: {other_io}",
+                file=sys.stderr,
+            )
+            return 2
+        output = command.directory / f"eval-{command.task.replace(':', '-')}.json"
     task = build_task(config)
     results = evaluate_all(model, task, config, inner_steps=command.inner_steps)
     found = results.pop("identification", {})
     report = {
         "step": step,
+        "task": config.task_name,
         "inner_steps": command.inner_steps,
         "pools": results,
         "identification": found,
     }
-    (command.directory / "eval.json").write_text(json.dumps(report, indent=2) + "\n")
+    output.write_text(json.dumps(report, indent=2) + "\n")
     names = sorted({k for v in results.values() for k in v})
     print(f"{'pool':<10}" + "".join(f"{n:>12}" for n in names) + f"   (step {step})")
     for pool, values in results.items():

@@ -61,20 +61,29 @@ import difflib
 from tasks.config import (
     CompositionalGoalsConfig,
     CompositionalPreferencesConfig,
+    DoorKey5x5Config,
+    GoToLocalConfig,
+    GoToObjConfig,
+    GoToRedBallConfig,
+    GoToRedBallGreyConfig,
     HyperteacherConfig,
     MutualExclusivityConfig,
+    PickupLocConfig,
     ScanEpisodesConfig,
     TeacherStudentConfig,
 )
 from zoo.config import (
     ANILConfig,
     LinearHypernetConfig,
+    LSTMAgentConfig,
     MAMLConfig,
     MetaSeq2SeqConfig,
     NonlinearHypernetConfig,
+    RIMsAgentConfig,
     ShallowHypernetConfig,
 )
 
+from .algorithms.config import MetaRIMsConfig, PPOConfig
 from .config import EvalConfig, InnerConfig, OuterConfig, RunConfig, TrainConfig
 from .sweeps import Sweep, SweepRun
 
@@ -401,7 +410,6 @@ def _lake(task, **model) -> TrainConfig:
         model=MetaSeq2SeqConfig(**model),
         task_name="mutual-exclusivity" if isinstance(task, MutualExclusivityConfig) else "scan",
         model_name="meta-seq2seq",
-        inner=InnerConfig(steps=0),
         outer=OuterConfig(lr=1e-3, weight_decay=0.0, clip=50.0, schedule="piecewise", meta_batch=1),
         eval=EvalConfig(every=2500, tasks=64, batch=16, query_batch=512),
         run=RunConfig(steps=10_000, steps_per_call=50, checkpoint_every=1000),
@@ -450,6 +458,65 @@ LAKE_EXPERIMENTS = {
     for name, (words, value, config) in LAKE_PAPER.items()
 }
 PRESETS.update(LAKE_EXPERIMENTS)
+
+
+# Madan et al. 2021: the agents on MiniGrid / BabyAI levels with BabyAI's PPO (meta_rims.md
+# B3) or the fast and slow loops (B4). The paper gives no frame budgets; these are CPU-scale
+# budgets (1M frames), measured runs in docs/results.md.
+MADAN_LEVELS = {
+    "doorkey-5x5": DoorKey5x5Config(),
+    "gotoobj": GoToObjConfig(),
+    "gotoredballgrey": GoToRedBallGreyConfig(),
+    "gotoredball": GoToRedBallConfig(),
+    "gotolocal": GoToLocalConfig(),
+    "pickuploc": PickupLocConfig(),
+}
+"""The levels of the presets, by the presets' short names."""
+MADAN_AGENTS = {
+    "lstm": ("lstm-agent", "ppo"),
+    "rims": ("rims-agent", "ppo"),
+    "meta-rims": ("rims-agent", "meta-rims"),
+    "meta-lstm": ("lstm-agent", "meta-rims"),
+}
+"""The paper's agents: vanilla (LSTM), modular (RIMs), Meta-RIMs and meta-LSTM (Fig. 5b), as
+(model, algorithm)."""
+MADAN_CPU_FRAMES = 1_000_000
+
+
+def madan_preset(level: str, agent: str) -> str:
+    """The name of the Madan et al. 2021 preset of `level` and `agent`."""
+    return f"madan2021/{level}-{agent}"
+
+
+def _madan(level: str, agent: str, frames: int = MADAN_CPU_FRAMES) -> TrainConfig:
+    """`agent` on `level` for about `frames` environment frames."""
+    model_name, algorithm_name = MADAN_AGENTS[agent]
+    settings = MetaRIMsConfig() if algorithm_name == "meta-rims" else PPOConfig()
+    per_call = 4 if algorithm_name == "meta-rims" else 20
+    steps = max(per_call, round(frames / settings.frames_per_step / per_call) * per_call)
+    task = MADAN_LEVELS[level]
+    return TrainConfig(
+        task=task,
+        model=LSTMAgentConfig() if model_name == "lstm-agent" else RIMsAgentConfig(),
+        task_name=level if level.startswith("doorkey") else f"babyai-{level}",
+        model_name=model_name,
+        algorithm_name=algorithm_name,
+        algorithm=settings,
+        eval=EvalConfig(every=steps // 4, tasks=256, batch=64),
+        run=RunConfig(steps=steps, steps_per_call=per_call, checkpoint_every=steps // 4),
+    )
+
+
+PRESETS.update(
+    {
+        madan_preset(level, agent): (
+            f"Madan et al. 2021: {agent} agent on {level}, {MADAN_CPU_FRAMES:,} frames (CPU scale)",
+            _madan(level, agent),
+        )
+        for level in MADAN_LEVELS
+        for agent in MADAN_AGENTS
+    }
+)
 
 
 def get_preset(name: str) -> TrainConfig:
@@ -739,6 +806,27 @@ def _lake_mutual_exclusivity() -> Sweep:
     )
 
 
+def _madan_fig3(levels: tuple[str, ...], agents: tuple[str, ...]) -> Sweep:
+    runs = [
+        SweepRun(
+            f"{level}-{agent}",
+            get_preset(madan_preset(level, agent)),
+            {"level": level, "agent": agent},
+        )
+        for level in levels
+        for agent in agents
+    ]
+    return Sweep(
+        "Madan et al. 2021, Figs. 3-4: sample efficiency of the LSTM (vanilla), RIMs (modular) "
+        f"and Meta-RIMs agents, {MADAN_CPU_FRAMES:,} frames per run (CPU scale). Paper (plots "
+        "only): Meta-RIMs learns fastest, with the largest gaps on the harder levels",
+        tuple(runs),
+        metrics=("eval.success", "eval.return"),
+        x="level",
+        hue="agent",
+    )
+
+
 SWEEPS: dict[str, Sweep] = {
     "schug2024/fig2c-cpu": _fig2c(),
     "schug2024/fig2d-cpu": _fig2d(),
@@ -753,6 +841,8 @@ SWEEPS: dict[str, Sweep] = {
     "schug2024/fig4c-cpu": _fig4c(cpu=True),
     "schug2024/fig4ef": _fig4ef(cpu=False),
     "schug2024/fig4ef-cpu": _fig4ef(cpu=True),
+    "madan2021/fig3-cpu": _madan_fig3(tuple(MADAN_LEVELS), ("lstm", "rims", "meta-rims")),
+    "madan2021/doorkey-cpu": _madan_fig3(("doorkey-5x5",), ("lstm", "rims", "meta-rims")),
     "lake2019/tables2-3": _lake_tables(),
     "lake2019/mutual-exclusivity": _lake_mutual_exclusivity(),
 }

@@ -30,7 +30,7 @@ from zoo import AbstractLearner
 from . import algorithms
 from .algorithms.base import AbstractAlgorithm, train_chunk
 from .checkpoint import Checkpoints, OldCheckpointError
-from .config import TrainConfig, from_dict, to_dict
+from .config import InnerConfig, OuterConfig, TrainConfig, from_dict, to_dict
 from .sharding import make_mesh, replicate
 from .state import TrainState
 
@@ -138,7 +138,17 @@ def config_from_dict(data: dict) -> TrainConfig:
     if config.algorithm_name:
         spec = algorithms.get(config.algorithm_name)
         changes["algorithm"] = from_dict(spec.config, algorithm or {})
-    return dataclasses.replace(config, **changes)
+    return _unread_as_defaults(dataclasses.replace(config, **changes))
+
+
+def _unread_as_defaults(config: TrainConfig) -> TrainConfig:
+    """`config` with the engine's sections its (named) algorithm does not read at their
+    defaults (older runs saved e.g. `inner.steps = 0` for in-context runs)."""
+    if not config.algorithm_name:
+        return config
+    sections = algorithms.get(config.algorithm_name).sections
+    defaults = {"inner": InnerConfig(), "outer": OuterConfig()}
+    return dataclasses.replace(config, **{k: v for k, v in defaults.items() if k not in sections})
 
 
 def _differences(a: Any, b: Any, prefix: str = "") -> list[str]:
@@ -173,29 +183,45 @@ def build_algorithm(
 ) -> AbstractAlgorithm:
     """The algorithm of a run, over a mesh of `config.run.devices` devices (or `devices`)."""
     config = with_algorithm(config, task, model)
-    mesh = make_mesh(config.run.devices if devices is None else devices, config.outer.meta_batch)
-    return algorithms.get(config.algorithm_name).load()(config, task, model, mesh)
+    spec = algorithms.get(config.algorithm_name)
+    devices = config.run.devices if devices is None else devices
+    mesh = make_mesh(devices, spec.batch(config), name=spec.split)
+    return spec.load()(config, task, model, mesh)
 
 
 def prepare(config: TrainConfig, out: Path, resume: bool) -> TrainConfig:
     """Check everything that can be checked before compiling; return the resolved config
     (plugins and algorithm named)."""
     config = resolve(config)
-    try:
-        make_mesh(config.run.devices, config.outer.meta_batch)
-    except ValueError as error:
-        raise RunError(str(error)) from None
     try:  # builds task and model abstractly: their own checks run, nothing is computed
         task, model = eqx.filter_eval_shape(build, config)
     except ValueError as error:
         raise RunError(str(error)) from None
-    unknown = [pool for pool in config.eval.pools if pool not in task.pools()]
+    pools = task.pools() if isinstance(task, AbstractTask) else ()
+    unknown = [pool for pool in config.eval.pools if pool not in pools]
     if unknown:
         raise RunError(
             f"eval.pools names {unknown}, which the task does not have; its pools are "
-            f"{list(task.pools())}."
+            f"{list(pools)}."
         )
     config = with_algorithm(config, task, model)
+    spec = algorithms.get(config.algorithm_name)
+    unused = [
+        f"{section}.{field.name}"
+        for section, default in (("inner", InnerConfig()), ("outer", OuterConfig()))
+        if section not in spec.sections
+        for field in dataclasses.fields(default)
+        if getattr(getattr(config, section), field.name) != getattr(default, field.name)
+    ]
+    if unused:
+        raise RunError(
+            f"Algorithm {spec.name!r} does not read {', '.join(unused)}; leave them at their "
+            f"defaults and set its own --algorithm.* flags instead (e.g. --algorithm.lr)."
+        )
+    try:
+        make_mesh(config.run.devices, spec.batch(config), name=spec.split)
+    except ValueError as error:
+        raise RunError(str(error)) from None
     try:  # the algorithm's own checks (e.g. the model's labels)
         eqx.filter_eval_shape(lambda t, m: build_algorithm(config, t, m), task, model)
     except ValueError as error:
@@ -209,7 +235,7 @@ def prepare(config: TrainConfig, out: Path, resume: bool) -> TrainConfig:
             )
         saved = read_config(out)
         if not saved.algorithm_name:  # saved before algorithms were named
-            saved = with_algorithm(saved, task, model)
+            saved = _unread_as_defaults(with_algorithm(saved, task, model))
         saved, given = to_dict(saved), to_dict(config)
         del saved["run"]["steps"], given["run"]["steps"]
         diff = _differences(saved, given)
@@ -378,10 +404,16 @@ def train(
     bar = _progress(total, step, progress)
     start = time.perf_counter()
     rows: list[dict] = []
+    last: tuple[float, int] | None = (start, int(state.step) * _frames_per_step(config))
 
     def log(step, state, metrics):
-        row = {"step": step, "pool": "train", **_means(metrics)}
-        row["time"] = time.perf_counter() - start
+        nonlocal last
+        row = {"step": step, "pool": "train", **algorithm.summarize(metrics)}
+        now = time.perf_counter()
+        row["time"] = now - start
+        if "frames" in row and last is not None:
+            row["fps"] = (row["frames"] - last[1]) / max(now - last[0], 1e-9)
+        last = (now, row.get("frames", 0))
         rows.append(row)
 
     def evaluation(step, state, metrics):
@@ -441,13 +473,19 @@ def train(
     return out
 
 
-def _means(metrics: dict[str, np.ndarray]) -> dict[str, float]:
-    return {k: float(np.mean(v)) for k, v in metrics.items()}
+def _frames_per_step(config: TrainConfig) -> int:
+    """Environment frames per training step (0 for algorithms that act in no environment)."""
+    return getattr(config.algorithm, "frames_per_step", 0)
 
 
 def _postfix(row: dict) -> dict[str, str]:
-    """What the progress bar shows: the loss and accuracy of the last chunk."""
-    return {k: f"{row[k]:.4f}" for k in ("loss", "accuracy") if k in row}
+    """What the progress bar shows: the loss and accuracy of the last chunk, or the return,
+    success rate and frames per second of an agent's."""
+    shown = {k: f"{row[k]:.4f}" for k in ("loss", "accuracy") if k in row}
+    shown |= {k: f"{row[k]:.3f}" for k in ("return", "success") if k in row}
+    if "fps" in row:
+        shown["fps"] = f"{row['fps']:,.0f}"
+    return shown
 
 
 def _progress(total: int, initial: int, enabled: bool):

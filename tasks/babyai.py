@@ -221,6 +221,8 @@ class GoTo(AbstractMiniGrid):
     """The objects other than the red ball are grey (GoToRedBallGrey)."""
     steps: int = eqx.field(static=True)
     """Steps after which an episode is truncated (BabyAI: room_size ** 2)."""
+    mission: bool = eqx.field(static=True, default=True)
+    """Observations carry the instruction (always, for a BabyAI level)."""
 
     def __init__(
         self,
@@ -319,6 +321,8 @@ class PickupLoc(AbstractMiniGrid):
     """Objects in the room."""
     steps: int = eqx.field(static=True)
     """Steps after which an episode is truncated (BabyAI: room_size ** 2)."""
+    mission: bool = eqx.field(static=True, default=True)
+    """Observations carry the instruction (always, for a BabyAI level)."""
 
     def __init__(self, room_size: int = 8, num_objs: int = 8, max_steps: int | None = None):
         """**Raises:** `ValueError` if the objects do not fit in the room."""

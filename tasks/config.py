@@ -403,6 +403,9 @@ class DoorKeyConfig:
     """Side S of the grid, walls included (MiniGrid registers 5, 6, 8 and 16); >= 5."""
     max_steps: int | None = None
     """Steps after which an episode is truncated; None: MiniGrid's 10 * S * S."""
+    mission: bool = False
+    """Show the mission's tokens in the observations (MiniGrid agents read none: the RIM input
+    for MiniGrid levels is the image alone, `shared/reference/meta_rims.md` B3)."""
 
     def __post_init__(self) -> None:
         if self.size < 5:
@@ -442,6 +445,8 @@ class FourRoomsConfig:
 
     max_steps: int = 100
     """Steps after which an episode is truncated (MiniGrid: 100)."""
+    mission: bool = False
+    """Show the mission's tokens in the observations (MiniGrid agents read none)."""
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:

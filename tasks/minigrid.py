@@ -326,8 +326,14 @@ class AbstractMiniGrid(AbstractEnvironment):
     episodes start (`generate`) and, for an instruction, when it is accomplished (`verify`).
 
     Observations: `{"image": uint8 [7, 7, 3], "direction": int32 [], "mission": int32
-    [MISSION_LEN]}` (every level has a mission, so that one agent can act in all of them).
+    [MISSION_LEN]}`; `"mission"` only where the level shows it (`mission`): BabyAI levels
+    always, MiniGrid levels on request (their agents, as RIMs' and rl-starter-files', read no
+    mission; `shared/reference/meta_rims.md` B3). Every mission has `MISSION_LEN` tokens over
+    one vocabulary, so that one agent can act in every level that shows one.
     """
+
+    mission: eqx.AbstractVar[bool]
+    """Whether observations carry the mission's tokens."""
 
     @property
     @abc.abstractmethod
@@ -349,19 +355,20 @@ class AbstractMiniGrid(AbstractEnvironment):
     @property
     def io(self) -> IOSpec:
         """`IOSpec.environment(view=(7, 7, 3), actions=7, mission_len=MISSION_LEN,
-        mission_vocab=len(VOCAB))`."""
+        mission_vocab=len(VOCAB))`, without the mission where the level shows none."""
         return IOSpec.environment(
             view=(VIEW_SIZE, VIEW_SIZE, 3),
             actions=len(ACTIONS),
-            mission_len=MISSION_LEN,
-            mission_vocab=len(VOCAB),
+            mission_len=MISSION_LEN if self.mission else None,
+            mission_vocab=len(VOCAB) if self.mission else None,
         )
 
     def observe(self, state: MiniGridState) -> dict[str, Array]:
         """The observation of `state` (MiniGrid's `gen_obs`): a function of the state alone,
         so `autoreset_step` observes only the state it keeps."""
         image, _ = view(state)
-        return {"image": image, "direction": state.direction, "mission": state.mission}
+        obs = {"image": image, "direction": state.direction}
+        return obs | {"mission": state.mission} if self.mission else obs
 
     def reset(self, key: PRNGKeyArray) -> tuple[MiniGridState, dict[str, Array]]:
         """A fresh episode `(state, observation)`. Jittable and vmappable over `key`."""

@@ -70,8 +70,11 @@ class DoorKey(AbstractMiniGrid):
     """Side S of the grid, walls included (MiniGrid registers 5, 6, 8, 16)."""
     steps: int = eqx.field(static=True)
     """Steps after which an episode is truncated (MiniGrid: 10 * S * S)."""
+    mission: bool = eqx.field(static=True)
+    """Whether observations carry the mission ("use the key to open the door and then get to
+    the goal")."""
 
-    def __init__(self, size: int = 8, max_steps: int | None = None):
+    def __init__(self, size: int = 8, max_steps: int | None = None, mission: bool = False):
         """**Raises:** `ValueError` if `size < 5` (no room for a wall, a door and a key)."""
         if size < 5:
             raise ValueError(f"DoorKey: size={size} is too small; set size >= 5.")
@@ -79,6 +82,7 @@ class DoorKey(AbstractMiniGrid):
             raise ValueError(f"DoorKey: max_steps={max_steps} must be >= 1 (or None).")
         self.size = size
         self.steps = 10 * size * size if max_steps is None else max_steps
+        self.mission = mission
 
     @property
     def max_steps(self) -> int:
@@ -122,12 +126,15 @@ class FourRooms(AbstractMiniGrid):
 
     steps: int = eqx.field(static=True)
     """Steps after which an episode is truncated (MiniGrid: 100)."""
+    mission: bool = eqx.field(static=True)
+    """Whether observations carry the mission ("reach the goal")."""
 
-    def __init__(self, max_steps: int = 100):
+    def __init__(self, max_steps: int = 100, mission: bool = False):
         """**Raises:** `ValueError` if `max_steps < 1`."""
         if max_steps < 1:
             raise ValueError(f"FourRooms: max_steps={max_steps} must be >= 1.")
         self.steps = max_steps
+        self.mission = mission
 
     @property
     def max_steps(self) -> int:
@@ -180,10 +187,10 @@ class FourRooms(AbstractMiniGrid):
 def make_doorkey(config: DoorKeyConfig, *, key: PRNGKeyArray) -> DoorKey:
     """DoorKey-SxS from its config (`key` unused: the level has no fixed random parts)."""
     del key
-    return DoorKey(config.size, config.max_steps)
+    return DoorKey(config.size, config.max_steps, config.mission)
 
 
 def make_fourrooms(config: FourRoomsConfig, *, key: PRNGKeyArray) -> FourRooms:
     """FourRooms from its config (`key` unused)."""
     del key
-    return FourRooms(config.max_steps)
+    return FourRooms(config.max_steps, config.mission)

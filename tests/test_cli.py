@@ -177,7 +177,7 @@ def test_the_algorithm_flag(capsys: pytest.CaptureFixture[str], tmp_path: pathli
         capsys.readouterr().err
     )
     out = tmp_path / "b"
-    assert _exit_code([*TRAIN, "--algorithm", "in-context", "--out", str(out), *TINY]) == 1
+    assert _exit_code([*TRAIN, "--algorithm", "in-context", "--out", str(out), *TINY]) == 2
     err = capsys.readouterr().err
     assert "Algorithm 'in-context' cannot train LinearHypernet on Hyperteacher" in err
     assert "its model must be an instance of AbstractInContextLearner" in err

@@ -164,7 +164,11 @@ def test_doorkey_resets_follow_minigrid_rules():
     states, obs = jax.jit(jax.vmap(env.reset))(jr.split(jr.key(1), n))
     grid, pos = np.asarray(states.grid), np.asarray(states.pos)
     assert obs["image"].shape == (n, *env.io.x_shape) and obs["image"].dtype == jnp.uint8
-    assert obs["mission"].shape == (n, env.io.mission_len)
+    assert "mission" not in obs and env.io.mission_len is None  # MiniGrid agents read none
+    shown = DoorKey(size, mission=True)
+    tokens = jax.jit(jax.vmap(shown.reset))(jr.split(jr.key(1), 2))[1]["mission"]
+    assert shown.io.mission_len is not None and tokens.shape == (2, shown.io.mission_len)
+    assert detokenize(tokens[0]) == "use the key to open the door and then get to the goal"
     splits = []
     for g, (x, y) in zip(grid, pos, strict=True):
         column = ((g[:, :, 0] == 2) | (g[:, :, 0] == DOOR)).all(axis=0)
@@ -244,8 +248,11 @@ def test_environment_contract(spec: TaskSpec):
     state, obs = reset(keys)
     assert obs["image"].shape == (4, *io.x_shape) and obs["image"].dtype == jnp.uint8
     assert obs["direction"].shape == (4,) and obs["direction"].dtype == jnp.int32
-    assert obs["mission"].shape == (4, io.mission_len)
-    assert int(obs["mission"].max()) < io.mission_vocab and (obs["mission"][:, 0] > 0).all()
+    if io.mission_len is None:
+        assert "mission" not in obs
+    else:
+        assert obs["mission"].shape == (4, io.mission_len) and io.mission_vocab is not None
+        assert int(obs["mission"].max()) < io.mission_vocab and (obs["mission"][:, 0] > 0).all()
     step = jax.jit(jax.vmap(env.step))
     actions = jnp.arange(4) % io.actions
     state, obs2, reward, terminated, truncated = step(state, actions, keys)

@@ -24,12 +24,15 @@ if TYPE_CHECKING:
         AbstractSplitForward,
         Label,
         array_labels,
+        checked_labels,
         count_params,
         param_counts,
     )
+    from .agents import ActorCritic
     from .linear_hypernet import LinearHypernet
     from .mlp import ANIL, MAML
     from .nonlinear_hypernet import NonlinearHypernet
+    from .rims import RIMCell
     from .seq2seq import MetaSeq2Seq
     from .shallow_hypernet import ShallowHypernet
 
@@ -47,6 +50,7 @@ _BASE = (
     "AbstractSplitForward",
     "Label",
     "array_labels",
+    "checked_labels",
     "count_params",
     "param_counts",
 )
@@ -58,6 +62,8 @@ _LAZY = {
     "MAML": ".mlp",
     "ShallowHypernet": ".shallow_hypernet",
     "MetaSeq2Seq": ".seq2seq",
+    "ActorCritic": ".agents",
+    "RIMCell": ".rims",
 }
 
 __all__ = [
@@ -74,13 +80,16 @@ __all__ = [
     "AbstractMetaLearner",
     "AbstractModular",
     "AbstractSplitForward",
+    "ActorCritic",
     "IOSpec",
     "Label",
     "LinearHypernet",
     "MetaSeq2Seq",
     "NonlinearHypernet",
+    "RIMCell",
     "ShallowHypernet",
     "array_labels",
+    "checked_labels",
     "count_params",
     "param_counts",
 ]

@@ -4,6 +4,7 @@ Imported by the plugin specs and the CLI, so it imports no JAX: listing models s
 """
 
 import dataclasses
+from typing import Literal
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,3 +132,93 @@ class MetaSeq2SeqConfig:
         _positive("layers", self.layers, "--model.layers 2")
         if not 0 <= self.dropout < 1:
             raise ValueError(f"model.dropout must be in [0, 1), got {self.dropout}.")
+
+
+AgentEncoders = Literal["slow", "fast"]
+RIMsSplit = Literal["meta", "flip"]
+
+
+def _check_agent(config) -> None:
+    _positive("image_dim", config.image_dim, "BabyAI uses --model.image-dim 128.")
+    _positive("instr_dim", config.instr_dim, "BabyAI uses --model.instr-dim 128.")
+    _positive("head_hidden", config.head_hidden, "BabyAI uses --model.head-hidden 64.")
+    if config.encoders not in ("slow", "fast"):
+        raise ValueError(f"model.encoders must be 'slow' or 'fast', got {config.encoders!r}.")
+
+
+@dataclasses.dataclass(frozen=True)
+class LSTMAgentConfig:
+    """The "vanilla" agent of Meta-RIMs (Madan et al. 2021, Section 4): BabyAI's actor-critic
+    (cnn1 image encoder, instruction GRU, actor and critic heads) with an LSTM memory. Its
+    fast leaves (the "meta-LSTM" ablation) are the LSTM and the actor head."""
+
+    memory: int = 128
+    """Size of the LSTM's state (BabyAI's `memory_dim`)."""
+    image_dim: int = 128
+    """Size of the image embedding (channels of the last convolution)."""
+    instr_dim: int = 128
+    """Size of the word embeddings and of the instruction GRU's state."""
+    head_hidden: int = 64
+    """Width of the actor's and the critic's hidden layer."""
+    encoders: AgentEncoders = "slow"
+    """The timescale of the image and instruction encoders in two-timescale training."""
+
+    def __post_init__(self):
+        _positive("memory", self.memory, "BabyAI uses --model.memory 128.")
+        _check_agent(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class RIMsAgentConfig:
+    """The "modular" agent of Meta-RIMs (Madan et al. 2021, Section 2): BabyAI's actor-critic
+    with Recurrent Independent Mechanisms as its memory. Its fast leaves are the module cells
+    and the actor head (split "meta"), or the attentions and the actor head (split "flip")."""
+
+    num_modules: int = 5
+    """N, the number of modules (the paper's, for every environment)."""
+    top_k: int = 3
+    """k, the modules active at every step (the paper's); k = N updates every module."""
+    hidden: int = 32
+    """h, the size of one module's state (N h = 160, near BabyAI's memory of 128)."""
+    key_size: int = 64
+    """Size of the input attention's keys and queries."""
+    value_size: int | None = None
+    """Size of the input attention's values (the modules' input); `None`: 4 h."""
+    comm_heads: int = 4
+    """Heads of the communication attention."""
+    comm_key_size: int = 16
+    """Size of the communication's keys, queries and values per head."""
+    dropout: float = 0.1
+    """Dropout on both attentions' outputs, when the agent is called with a key."""
+    communication: bool = True
+    """Whether the modules read from each other (the communication attention)."""
+    image_dim: int = 128
+    """Size of the image embedding (channels of the last convolution)."""
+    instr_dim: int = 128
+    """Size of the word embeddings and of the instruction GRU's state."""
+    head_hidden: int = 64
+    """Width of the actor's and the critic's hidden layer."""
+    split: RIMsSplit = "meta"
+    """Fast and slow leaves: "meta" (module cells fast, attentions slow: Meta-RIMs) or "flip"
+    (attentions fast, module cells slow: the paper's metaFlip ablation)."""
+    encoders: AgentEncoders = "slow"
+    """The timescale of the image and instruction encoders in two-timescale training."""
+
+    def __post_init__(self):
+        _positive("num_modules", self.num_modules, "the paper uses --model.num-modules 5.")
+        _positive("top_k", self.top_k, "the paper uses --model.top-k 3.")
+        if self.top_k > self.num_modules:
+            raise ValueError(
+                f"model.top_k ({self.top_k}) must be <= model.num_modules ({self.num_modules})."
+            )
+        _positive("hidden", self.hidden, "pass e.g. --model.hidden 32.")
+        _positive("key_size", self.key_size, "the reference uses --model.key-size 64.")
+        if self.value_size is not None:
+            _positive("value_size", self.value_size, "or leave it unset (4 x hidden).")
+        _positive("comm_heads", self.comm_heads, "the reference uses --model.comm-heads 4.")
+        _positive("comm_key_size", self.comm_key_size, "the reference uses 16.")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"model.dropout must be in [0, 1), got {self.dropout}.")
+        if self.split not in ("meta", "flip"):
+            raise ValueError(f"model.split must be 'meta' or 'flip', got {self.split!r}.")
+        _check_agent(self)

@@ -12,7 +12,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from .config import BilevelConfig, InContextConfig
+from .config import BilevelConfig, InContextConfig, MetaRIMsConfig, PPOConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +28,19 @@ class AlgorithmSpec:
     algorithm: str
     """`"module:attr"` of the algorithm's class (for its `accepts`)."""
     description: str = ""
+    sections: tuple[str, ...] = ("outer",)
+    """The engine's settings the algorithm reads beside its own (`"inner"`, `"outer"`): `zoo
+    train` offers their flags, and a run refuses others changed from their defaults."""
+    split: str = "outer.meta_batch"
+    """The setting (a dotted path into `TrainConfig`) whose batch the algorithm splits over
+    the devices, e.g. the meta-batch of tasks or the batch of environments."""
+
+    def batch(self, config: Any) -> int:
+        """The size of the batch split over the devices in `config` (a `TrainConfig`)."""
+        value = config
+        for name in self.split.split("."):
+            value = getattr(value, name)
+        return value
 
     def load(self) -> Callable[..., Any]:
         """The factory."""
@@ -52,6 +65,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             factory="runs.algorithms.bilevel:make",
             algorithm="runs.algorithms.bilevel:Bilevel",
             description="inner loop on the support set, outer step on the query loss (MAML-style)",
+            sections=("inner", "outer"),
         ),
         AlgorithmSpec(
             name="in-context",
@@ -59,6 +73,24 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             factory="runs.algorithms.in_context:make",
             algorithm="runs.algorithms.in_context:InContext",
             description="the model reads the support set beside the queries (Lake 2019)",
+        ),
+        AlgorithmSpec(
+            name="ppo",
+            config=PPOConfig,
+            factory="runs.algorithms.ppo:make",
+            algorithm="runs.algorithms.ppo:PPO",
+            description="recurrent PPO over a batch of environments (BabyAI's settings)",
+            sections=(),
+            split="algorithm.envs",
+        ),
+        AlgorithmSpec(
+            name="meta-rims",
+            config=MetaRIMsConfig,
+            factory="runs.algorithms.meta_rims:make",
+            algorithm="runs.algorithms.meta_rims:MetaRIMs",
+            description="fast and slow PPO loops over an agent's fast and slow leaves (Madan et al. 2021)",
+            sections=(),
+            split="algorithm.envs",
         ),
     )
 }

@@ -6,6 +6,7 @@ from typing import ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.sharding import Mesh
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
@@ -55,6 +56,11 @@ class AbstractAlgorithm(eqx.Module):
     ) -> dict[str, dict[str, float]]:
         """Metrics of `model` per evaluation pool of `task`, from `key` (same key, same
         numbers); `settings` are the run's evaluation settings."""
+
+    @abc.abstractmethod
+    def summarize(self, metrics: dict[str, np.ndarray]) -> dict[str, float]:
+        """One row of training metrics for a chunk of steps, from the chunk's metrics (one
+        value per step): what `metrics.jsonl` and the progress bar show."""
 
     def chunk(
         self, task: PyTree, state: TrainState, length: int

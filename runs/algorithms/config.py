@@ -13,3 +13,121 @@ class BilevelConfig:
 @dataclasses.dataclass(frozen=True)
 class InContextConfig:
     """In-context meta-learning: no inner loop; the outer optimizer is set by `--outer.*`."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig:
+    """Recurrent PPO (Schulman et al. 2017) as the BabyAI code base runs it, the base of
+    Madan et al. 2021 (`shared/reference/meta_rims.md` B3): every default below is BabyAI's
+    `train_rl.py` / `arguments.py` setting; the paper itself gives only gamma and lambda.
+
+    One training step is one iteration: `envs` environments each act `frames` steps, then
+    `epochs` passes of minibatch updates over the rollout, truncating backpropagation through
+    time to `recurrence` steps from the stored memory of each sequence's first frame.
+    `--outer.*` and `--inner.*` do not apply: the optimizer is set here."""
+
+    envs: int = 64
+    """Environments acting in parallel (BabyAI `--procs`); split evenly over the devices."""
+    frames: int = 40
+    """Steps each environment acts per iteration (BabyAI `--frames-per-proc`)."""
+    recurrence: int = 20
+    """Steps of backpropagation through time per sequence (BabyAI `--recurrence`); divides
+    `frames`."""
+    minibatch: int = 1280
+    """Frames per minibatch (BabyAI `--batch-size`): `minibatch / recurrence` sequences."""
+    epochs: int = 4
+    """Passes over each rollout (BabyAI `--ppo-epochs`)."""
+    lr: float = 1e-4
+    """Adam learning rate (BabyAI `--lr`)."""
+    adam_eps: float = 1e-5
+    """Adam epsilon (BabyAI `--optim-eps`)."""
+    max_grad_norm: float = 0.5
+    """Global gradient-norm clipping (BabyAI `--max-grad-norm`)."""
+    gamma: float = 0.99
+    """Discount (BabyAI `--discount`; Madan et al. A.1)."""
+    lam: float = 0.99
+    """GAE lambda (BabyAI `--gae-lambda`; Madan et al. A.1)."""
+    clip_eps: float = 0.2
+    """Clipping of the policy ratio and of the value update (BabyAI `--clip-eps`)."""
+    value_coef: float = 0.5
+    """Weight of the value loss (BabyAI `--value-loss-coef`)."""
+    entropy_coef: float = 0.01
+    """Weight of the entropy bonus (BabyAI `--entropy-coef`)."""
+    reward_scale: float = 20.0
+    """Rewards are multiplied by this for training (BabyAI `--reward-scale`); logged returns
+    are unscaled."""
+    greedy_eval: bool = False
+    """Evaluate with the most likely action instead of sampling from the policy."""
+    max_nonfinite: int = 10
+    """Updates with non-finite gradients are skipped; this many in a row stop the run."""
+
+    def __post_init__(self):
+        for name in ("envs", "frames", "recurrence", "minibatch", "epochs", "max_nonfinite"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"algorithm.{name} must be >= 1, got {getattr(self, name)}.")
+        if self.frames % self.recurrence:
+            raise ValueError(
+                f"algorithm.frames ({self.frames}) must be a multiple of algorithm.recurrence "
+                f"({self.recurrence}); e.g. --algorithm.frames {self.recurrence * 2}."
+            )
+        if self.minibatch % self.recurrence:
+            raise ValueError(
+                f"algorithm.minibatch ({self.minibatch}) must be a multiple of "
+                f"algorithm.recurrence ({self.recurrence}): it is made of whole sequences."
+            )
+        sequences = self.envs * self.frames // self.recurrence
+        if sequences % (self.minibatch // self.recurrence):
+            raise ValueError(
+                f"The rollout's {sequences} sequences (envs x frames / recurrence) must split "
+                f"into whole minibatches of {self.minibatch // self.recurrence} sequences "
+                "(minibatch / recurrence); change algorithm.minibatch or algorithm.envs."
+            )
+        for name in ("lr", "adam_eps", "max_grad_norm", "clip_eps", "reward_scale"):
+            value = getattr(self, name)
+            if not value > 0 or value != value or value == float("inf"):
+                raise ValueError(f"algorithm.{name} must be a finite number > 0, got {value}.")
+        for name in ("gamma", "lam"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"algorithm.{name} must be in [0, 1], got {getattr(self, name)}.")
+        for name in ("value_coef", "entropy_coef"):
+            if not 0 <= getattr(self, name) < float("inf"):
+                raise ValueError(
+                    f"algorithm.{name} must be a finite number >= 0, got {getattr(self, name)}."
+                )
+
+    @property
+    def frames_per_step(self) -> int:
+        """Environment frames of one iteration."""
+        return self.envs * self.frames
+
+
+@dataclasses.dataclass(frozen=True)
+class MetaRIMsConfig(PPOConfig):
+    """Madan et al. 2021's fast and slow learning (`shared/reference/meta_rims.md` B4): the
+    PPO settings above are those of the inner (fast) loop; the outer (slow) loop acts and
+    learns over spans `slow_factor` times longer.
+
+    One training step is `inner_updates` fast iterations (act `frames` steps per environment,
+    PPO on the leaves the agent labels `"fast"`, backpropagating through `recurrence` steps),
+    then one slow iteration (act `slow_factor * frames` steps, PPO on the leaves labelled
+    `"slow"` over sequences of `slow_factor * recurrence` steps in minibatches of
+    `slow_factor * minibatch` frames). Each loop has its own Adam; the other loop's leaves stay
+    exactly as they are, and no gradient flows through the other loop's updates. Episodes run
+    on across the loops, the memory reset at their boundaries."""
+
+    inner_updates: int = 1
+    """Fast iterations before each slow one (B4's `K_inner`)."""
+    slow_factor: int = 4
+    """How many times longer the slow loop's spans are ("four times longer", Section 2.2;
+    Fig. 6a varies it)."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        for name in ("inner_updates", "slow_factor"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"algorithm.{name} must be >= 1, got {getattr(self, name)}.")
+
+    @property
+    def frames_per_step(self) -> int:
+        """Environment frames of one step: the fast iterations' and the slow one's."""
+        return self.envs * self.frames * (self.inner_updates + self.slow_factor)

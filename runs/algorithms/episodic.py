@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import jax.random as jr
 import jax.tree_util as jtu
+import numpy as np
 import optax
 from jax.sharding import Mesh
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
@@ -86,6 +87,10 @@ class AbstractEpisodic(AbstractAlgorithm):
         metrics["grad_norm"] = optax.tree.norm(grads)
         metrics["grad_finite"] = jnp.isfinite(metrics["grad_norm"]).astype(jnp.float32)
         return next_step(state, model, opt_state), metrics
+
+    def summarize(self, metrics: dict[str, np.ndarray]) -> dict[str, float]:
+        """The mean of each metric over the chunk's steps."""
+        return {k: float(np.mean(v)) for k, v in metrics.items()}
 
     def evaluate_pools(
         self, task: AbstractTask, model: PyTree, key: PRNGKeyArray, config: EvalConfig

@@ -1,0 +1,145 @@
+"""Zero-shot transfer (Madan et al. 2021, Table 1): every finished run of a sweep evaluated,
+without any update, on other levels; mean return R and success rate S per agent and level,
+with the mean and standard deviation over seeds, beside the paper's values.
+
+    python scripts/zero_shot.py results/madan-doorkey [--levels doorkey-6x6 doorkey-8x8 doorkey-16x16]
+        [--episodes 500] [--out docs/figures/madan2021-table1]
+
+Each evaluation is `zoo eval RUN --task LEVEL --tasks EPISODES` (its JSON lands in the run
+directory as `eval-LEVEL.json`, and is reused when it is there with as many episodes). Writes
+OUT.csv (one row per run and level), OUT-summary.csv and OUT.png.
+"""
+
+import argparse
+import csv
+import json
+import statistics
+import sys
+from pathlib import Path
+
+# Table 1 of the paper: (R, S) per agent for "Difficult" and "More Difficult" (sizes not
+# given; read as DoorKey 6x6 and 8x8, shared/reference/meta_rims.md B5).
+PAPER = {
+    ("meta-rims", "doorkey-6x6"): (0.97, 1.0),
+    ("lstm", "doorkey-6x6"): (0.95, 1.0),
+    ("rims", "doorkey-6x6"): (0.85, 0.89),
+    ("meta-rims", "doorkey-8x8"): (0.45, 0.47),
+    ("lstm", "doorkey-8x8"): (0.18, 0.19),
+    ("rims", "doorkey-8x8"): (0.01, 0.02),
+}
+
+
+def evaluate(run: Path, level: str, episodes: int) -> dict:
+    path = run / f"eval-{level}.json"
+    if path.exists():
+        report = json.loads(path.read_text())
+        if report.get("episodes") == episodes:
+            return report["pools"]["eval"]
+    from runs.cli import main
+
+    if main(["eval", str(run), "--task", level, "--tasks", str(episodes)]) != 0:
+        raise SystemExit(f"zoo eval {run} --task {level} failed")
+    report = json.loads(path.read_text())
+    report["episodes"] = episodes
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    return report["pools"]["eval"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("sweep", type=Path)
+    parser.add_argument(
+        "--levels",
+        nargs="+",
+        default=["doorkey-5x5", "doorkey-6x6", "doorkey-8x8", "doorkey-16x16"],
+    )
+    parser.add_argument("--episodes", type=int, default=500)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    out = args.out or args.sweep / "zero-shot"
+    record = json.loads((args.sweep / "sweep.json").read_text())
+    rows = []
+    for run in record["runs"]:
+        agent = run["facets"].get("agent", run["label"])
+        for seed_dir in sorted((args.sweep / run["label"]).glob("seed_*")):
+            if not (seed_dir / "checkpoints").exists():
+                continue
+            for level in args.levels:
+                values = evaluate(seed_dir, level, args.episodes)
+                rows.append(
+                    {
+                        "agent": agent,
+                        "seed": seed_dir.name.removeprefix("seed_"),
+                        "level": level,
+                        "return": values["return"],
+                        "success": values["success"],
+                        "length": values["length"],
+                    }
+                )
+                print(
+                    f"{agent:>10} {seed_dir.name:>7} {level:>14}  R {values['return']:.3f}  "
+                    f"S {values['success']:.3f}",
+                    file=sys.stderr,
+                )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.with_suffix(".csv"), "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    summary = []
+    agents = list(dict.fromkeys(r["agent"] for r in rows))
+    for agent in agents:
+        for level in args.levels:
+            mine = [r for r in rows if r["agent"] == agent and r["level"] == level]
+            entry = {"agent": agent, "level": level, "seeds": len(mine)}
+            for metric in ("return", "success"):
+                values = [r[metric] for r in mine]
+                entry[f"{metric}_mean"] = statistics.fmean(values)
+                entry[f"{metric}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
+            paper = PAPER.get((agent, level))
+            entry["paper_return"], entry["paper_success"] = paper if paper else ("", "")
+            summary.append(entry)
+    with open(out.parent / f"{out.name}-summary.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(summary[0]))
+        writer.writeheader()
+        writer.writerows(summary)
+    _plot(rows, summary, agents, args.levels, out.with_suffix(".png"))
+    print(f"wrote {out.with_suffix('.csv')}, {out.name}-summary.csv and {out.with_suffix('.png')}")
+
+
+def _plot(rows, summary, agents, levels, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    width = 0.8 / len(agents)
+    for ax, metric in zip(axes, ("return", "success"), strict=True):
+        for i, agent in enumerate(agents):
+            xs = [j + (i - (len(agents) - 1) / 2) * width for j in range(len(levels))]
+            means = [
+                next(e for e in summary if e["agent"] == agent and e["level"] == lv)[
+                    f"{metric}_mean"
+                ]
+                for lv in levels
+            ]
+            ax.bar(xs, means, width, label=agent, alpha=0.7)
+            for x, level in zip(xs, levels, strict=True):
+                seeds = [r[metric] for r in rows if r["agent"] == agent and r["level"] == level]
+                ax.scatter([x] * len(seeds), seeds, color="black", s=8, zorder=3)
+                paper = PAPER.get((agent, level))
+                if paper:
+                    value = paper[0 if metric == "return" else 1]
+                    ax.plot([x - width / 2, x + width / 2], [value, value], color="red", lw=2)
+        ax.set_xticks(range(len(levels)), levels)
+        ax.set_ylabel(f"mean {metric}" if metric == "return" else "success rate")
+        ax.set_ylim(0, 1.05)
+        ax.set_title(f"zero-shot {metric} (dots: seeds; red: the paper's Table 1)")
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""The actor-critic agents (`zoo.agents`): shapes, batching, the image encoder, the fast/slow
+labels of Meta-RIMs (B4 of `reference/meta_rims.md`) and the registered plugins, at tiny
+sizes."""
+
+import pathlib
+import tomllib
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+import jax.tree_util as jtu
+import numpy as np
+import pytest
+
+from plugins import builtin
+from zoo import AbstractActorCritic, IOSpec
+from zoo.agents import (
+    ActorCritic,
+    ImageEncoder,
+    InstructionEncoder,
+    _conv,
+    make_lstm,
+    make_rims,
+)
+from zoo.config import LSTMAgentConfig, RIMsAgentConfig
+from zoo.rims import RIMCell
+
+LSTM = LSTMAgentConfig(memory=8, image_dim=8, instr_dim=6, head_hidden=5)
+RIMS = RIMsAgentConfig(
+    num_modules=4,
+    top_k=2,
+    hidden=4,
+    key_size=8,
+    comm_heads=2,
+    comm_key_size=3,
+    image_dim=8,
+    instr_dim=6,
+    head_hidden=5,
+)
+ACTIONS, MISSION_LEN, VOCAB = 7, 5, 11
+WITH_MISSION = IOSpec.environment(
+    view=(7, 7, 3), actions=ACTIONS, mission_len=MISSION_LEN, mission_vocab=VOCAB
+)
+WITHOUT_MISSION = IOSpec.environment(view=(7, 7, 3), actions=ACTIONS)
+
+
+def _agent(kind: str, io: IOSpec = WITH_MISSION, **options) -> ActorCritic:
+    if kind == "lstm":
+        return make_lstm(LSTMAgentConfig(**{**vars(LSTM), **options}), io=io, key=jr.key(0))
+    return make_rims(RIMsAgentConfig(**{**vars(RIMS), **options}), io=io, key=jr.key(0))
+
+
+def _observations(batch: int, mission: bool, seed: int = 0) -> dict:
+    k_image, k_mission = jr.split(jr.key(seed))
+    obs = {
+        "image": jr.randint(k_image, (batch, 7, 7, 3), 0, 11).astype(jnp.uint8),
+        "direction": jnp.zeros((batch,), jnp.int32),
+    }
+    if mission:
+        obs["mission"] = jr.randint(k_mission, (batch, MISSION_LEN), 0, VOCAB)
+    return obs
+
+
+@pytest.mark.parametrize("mission", [True, False], ids=["mission", "no-mission"])
+@pytest.mark.parametrize("kind", ["lstm", "rims"])
+def test_acts_on_a_batch(kind: str, mission: bool):
+    agent = _agent(kind, WITH_MISSION if mission else WITHOUT_MISSION)
+    assert isinstance(agent, AbstractActorCritic)
+    assert (agent.instruction is None) != mission
+    batch = 3
+    obs = _observations(batch, mission)
+    memory = jtu.tree_map(lambda m: jnp.stack([m] * batch), agent.initial_memory())
+
+    @eqx.filter_jit
+    def act(agent, obs, memory, keys):
+        return jax.vmap(lambda o, m, k: agent(o, m, key=k))(obs, memory, keys)
+
+    logits, value, memory2 = act(agent, obs, memory, jr.split(jr.key(1), batch))
+    assert logits.shape == (batch, ACTIONS) and value.shape == (batch,)
+    assert jtu.tree_structure(memory2) == jtu.tree_structure(memory)
+    shape = (batch, 8) if kind == "lstm" else (batch, 4, 4)
+    assert all(m.shape == shape for m in jtu.tree_leaves(memory2))
+    assert all(np.all(np.isfinite(np.asarray(x))) for x in (logits, value, *memory2))
+    # The memory carries information: a second step from it differs from a fresh one.
+    logits3, _, _ = act(agent, obs, memory2, jr.split(jr.key(1), batch))
+    assert not np.allclose(logits3, logits)
+    if mission:  # the instruction is read
+        other = {**obs, "mission": (obs["mission"] + 1) % VOCAB}
+        logits4, _, _ = act(agent, other, memory, jr.split(jr.key(1), batch))
+        assert not np.allclose(logits4, logits)
+    else:  # nothing asks for a mission
+        assert "mission" not in obs
+
+
+def test_image_encoder_is_cnn1():
+    """The patch-product convolutions equal Equinox's convolutions (channels first), and a
+    7x7 view becomes one vector of `image_dim`."""
+    encoder = ImageEncoder(3, (16, 32, 8), key=jr.key(0))
+    image = jr.randint(jr.key(1), (7, 7, 3), 0, 11).astype(jnp.float32)
+    x = jnp.moveaxis(image, -1, 0)
+    x = jax.nn.relu(encoder.conv1(x))
+    np.testing.assert_allclose(
+        jnp.moveaxis(x, 0, -1), _conv(encoder.conv1, image).clip(0), rtol=1e-5, atol=1e-5
+    )
+    x = eqx.nn.MaxPool2d(2, stride=2)(x)
+    x = jax.nn.relu(encoder.conv3(jax.nn.relu(encoder.conv2(x))))
+    assert x.shape == (8, 1, 1)
+    np.testing.assert_allclose(encoder(image), x.reshape(-1), rtol=1e-5, atol=1e-5)
+
+
+def test_instruction_encoder_is_a_gru_over_the_padded_mission():
+    """The looked-up input projections and the skipped first recurrent product give what
+    Equinox's GRU cell gives, stepped over the embedded tokens, padding included."""
+    encoder = InstructionEncoder(VOCAB, 6, key=jr.key(0))
+    tokens = jnp.array([3, 1, 4, 0, 0])
+    h = jnp.zeros(6)
+    for token in tokens:
+        h = encoder.gru(encoder.embedding(token), h)
+    np.testing.assert_allclose(encoder(tokens), h, rtol=1e-5, atol=1e-6)
+
+
+def test_labels_of_meta_rims():
+    agent = _agent("rims")
+    agent.fast_filter()  # the labels are checked: the model's structure, known labels
+    labels = agent.labels()
+    assert jtu.tree_structure(labels) == jtu.tree_structure(agent)
+    assert isinstance(agent.core, RIMCell) and agent.instruction is not None
+    fast = [
+        labels.core.cell_weight,
+        labels.core.cell_bias,
+        labels.actor.hidden.weight,
+        labels.actor.out.bias,
+    ]
+    slow = [
+        labels.core.input_query.weight,
+        labels.core.input_key_value,
+        labels.core.comm_qkv.weight,
+        labels.core.comm_output.weight,
+        labels.core.comm_output.bias,
+        labels.critic.hidden.weight,
+        labels.critic.out.bias,
+        labels.image.conv1.weight,
+        labels.instruction.embedding.weight,
+        labels.instruction.gru.weight_hh,
+    ]
+    assert fast == ["fast"] * len(fast) and slow == ["slow"] * len(slow)
+    assert set(jtu.tree_leaves(labels)) == {"fast", "slow"}
+
+    flip = _agent("rims", split="flip").labels()
+    assert [flip.core.cell_weight, flip.core.cell_bias] == ["slow", "slow"]
+    assert flip.core.input_query.weight == flip.core.comm_qkv.weight == "fast"
+    assert flip.core.input_key_value == flip.core.comm_output.weight == "fast"
+    assert flip.actor.out.weight == "fast" and flip.critic.out.weight == "slow"
+
+    encoders = _agent("rims", encoders="fast").labels()
+    assert encoders.image.conv3.bias == encoders.instruction.gru.bias == "fast"
+    assert encoders.core.input_query.weight == encoders.critic.hidden.weight == "slow"
+
+
+def test_labels_of_meta_lstm():
+    agent = _agent("lstm", WITHOUT_MISSION)
+    labels = agent.labels()
+    assert jtu.tree_structure(labels) == jtu.tree_structure(agent)
+    assert labels.core.weight_ih == labels.core.weight_hh == labels.core.bias == "fast"
+    assert labels.actor.hidden.weight == "fast"
+    assert labels.critic.hidden.weight == labels.image.conv2.weight == "slow"
+    fast, _ = agent.partition()
+    assert eqx.is_array(fast.core.weight_ih) and fast.critic.hidden.weight is None
+
+
+def test_bad_settings_raise():
+    with pytest.raises(ValueError, match="top_k"):
+        RIMsAgentConfig(top_k=6)
+    with pytest.raises(ValueError, match="top_k"):
+        RIMsAgentConfig(top_k=0)
+    agent = _agent("lstm", WITHOUT_MISSION)
+    with pytest.raises(ValueError, match="RIMs core"):
+        ActorCritic(agent.image, None, agent.core, agent.actor, agent.critic, split="flip")
+    with pytest.raises(ValueError, match="no actions"):
+        make_rims(RIMS, io=IOSpec.vectors(4, 2), key=jr.key(0))
+    with pytest.raises(ValueError, match="7x7"):
+        make_lstm(LSTM, io=IOSpec.environment(view=(5, 5, 3), actions=3), key=jr.key(0))
+
+
+def test_registered():
+    entry_points = tomllib.loads(
+        (pathlib.Path(__file__).parents[1] / "pyproject.toml").read_text()
+    )["project"]["entry-points"]["zoo.models"]
+    assert entry_points["lstm-agent"] == "plugins.builtin:lstm_agent"
+    assert entry_points["rims-agent"] == "plugins.builtin:rims_agent"
+    assert builtin.lstm_agent.load() is make_lstm and builtin.lstm_agent.config is LSTMAgentConfig
+    assert builtin.rims_agent.load() is make_rims and builtin.rims_agent.config is RIMsAgentConfig

@@ -1,0 +1,114 @@
+"""Madan et al. 2021's fast and slow loops (`runs.algorithms.meta_rims`) on the test corridor."""
+
+import dataclasses
+
+import equinox as eqx
+import jax
+import jax.random as jr
+import numpy as np
+import pytest
+import rl_toys
+
+import plugins
+from plugins import _registry
+from runs.algorithms.base import train_chunk
+from runs.algorithms.config import MetaRIMsConfig
+from runs.algorithms.meta_rims import MetaRIMs, make
+from runs.algorithms.ppo import on_devices
+from runs.config import EvalConfig, RunConfig, TrainConfig
+from runs.run import RunError, load, read_metrics, train
+from runs.sharding import make_mesh
+
+SMALL = MetaRIMsConfig(envs=8, frames=4, recurrence=2, minibatch=8, epochs=2, lr=3e-2)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def toys():
+    for spec in (rl_toys.corridor, rl_toys.tiny_agent, rl_toys.fast_slow_agent):
+        plugins.register(spec, dist="zoo-tests")
+    yield
+    for group in _registry._registered.values():
+        for key in [k for k in group if k[1] == "zoo-tests"]:
+            del group[key]
+
+
+def setup(settings: MetaRIMsConfig = SMALL):
+    env = rl_toys.Corridor(4)
+    model = rl_toys.make_fast_slow_agent(rl_toys.TinyAgentConfig(4), io=env.io, key=jr.key(0))
+    config = TrainConfig(task=None, model=None, algorithm=settings)
+    algorithm = make(config, env, model, make_mesh(1, settings.envs))
+    return env, model, algorithm
+
+
+def leaves(tree):
+    return [np.asarray(x) for x in jax.tree.leaves(eqx.filter(tree, eqx.is_array))]
+
+
+def test_each_loop_leaves_the_other_loops_leaves_bit_identical():
+    env, model, algorithm = setup()
+    state = algorithm.init(env, model, jr.key(1))
+    run = eqx.filter_jit(on_devices)
+    for loop, opt_state, moved, kept in (
+        (algorithm.fast, state.opt_state[0], lambda m: m.agent.cell, lambda m: m.agent.value),
+        (algorithm.slow, state.opt_state[1], lambda m: m.agent.value, lambda m: m.agent.cell),
+    ):
+        before = eqx.tree_at(lambda s: s.opt_state, state, opt_state)
+        after, _ = run(loop.iteration, algorithm.mesh, env, before)
+        for x, y in zip(leaves(kept(before.model)), leaves(kept(after.model)), strict=True):
+            assert x.tobytes() == y.tobytes()
+        changed = [
+            not np.array_equal(x, y)
+            for x, y in zip(leaves(moved(before.model)), leaves(moved(after.model)), strict=True)
+        ]
+        assert any(changed)
+        # The policy head is fast too.
+        policy = zip(
+            leaves(before.model.agent.policy), leaves(after.model.agent.policy), strict=True
+        )
+        assert all(np.array_equal(x, y) for x, y in policy) == (loop is algorithm.slow)
+
+
+def test_the_spans_are_what_the_flags_say():
+    env, model, algorithm = setup(dataclasses.replace(SMALL, slow_factor=3, inner_updates=2))
+    assert isinstance(algorithm, MetaRIMs)
+    state = algorithm.init(env, model, jr.key(1))
+    for loop, frames, recurrence in ((algorithm.fast, 4, 2), (algorithm.slow, 12, 6)):
+        _, rollout, _ = eqx.filter_jit(loop.collect)(env, model, state.extra, jr.key(2))
+        assert rollout.mask.shape == (frames, 8)
+        data = loop.sequences(rollout, rollout.value, rollout.value)
+        assert data["mask"].shape == (8 * frames // recurrence, recurrence)
+        assert loop.settings.minibatch == 8 * recurrence // 2
+    state, metrics = train_chunk(algorithm, env, state, 2)
+    assert int(metrics["frames"][-1]) == 2 * 8 * 4 * (2 + 3)
+    assert {"fast_loss", "slow_loss", "fast_entropy", "slow_value_loss"} <= set(metrics)
+
+
+def test_an_agent_without_slow_leaves_is_refused():
+    env = rl_toys.Corridor(4)
+    model = rl_toys.TinyAgent(env.io, 4, key=jr.key(0))
+    config = TrainConfig(task=None, model=None, algorithm=SMALL)
+    with pytest.raises(ValueError, match="labels no leaf 'fast'"):
+        make(config, env, model, make_mesh(1, 8))
+
+
+def test_a_meta_rims_run_resumes_exactly(tmp_path):
+    def config(steps):
+        return TrainConfig(
+            task=rl_toys.CorridorConfig(length=4),
+            model=rl_toys.TinyAgentConfig(hidden=4),
+            task_name="toy-corridor",
+            model_name="toy-fast-slow-agent",
+            algorithm_name="meta-rims",
+            algorithm=SMALL,
+            eval=EvalConfig(every=0, tasks=4, batch=4),
+            run=RunConfig(steps=steps, steps_per_call=1, checkpoint_every=1),
+        )
+
+    straight = train(config(2), tmp_path / "a", progress=False)
+    part = train(config(1), tmp_path / "b", progress=False)
+    train(config(2), part, resume=True, progress=False)
+    for x, y in zip(leaves(load(straight).model), leaves(load(part).model), strict=True):
+        assert x.tobytes() == y.tobytes()
+    assert read_metrics(straight)[-2]["frames"] == 2 * 8 * 4 * 5
+    with pytest.raises(RunError, match="labels no leaf"):
+        train(dataclasses.replace(config(1), model_name="toy-agent"), tmp_path / "c")
