@@ -24,6 +24,7 @@ from ._registry import (
     reset,
     spec,
     task_spec,
+    unregister,
 )
 from ._spec import ModelSpec, Spec, TaskSpec
 
@@ -48,4 +49,5 @@ __all__ = [
     "reset",
     "spec",
     "task_spec",
+    "unregister",
 ]

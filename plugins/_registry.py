@@ -243,6 +243,13 @@ def register(spec: Spec, dist: str = "__main__") -> None:
     _registered.setdefault(kind.group, {})[(spec.name, _normalize_dist(dist))] = entry
 
 
+def unregister(name: str, dist: str = "__main__") -> None:
+    """Remove what `register(spec, dist)` added under `name` (of any kind); nothing if there is
+    none. Installed plugins are not affected."""
+    for table in _registered.values():
+        table.pop((name, _normalize_dist(dist)), None)
+
+
 def spec(kind: str, name: str) -> Spec:
     """The spec of the plugin of kind `kind` (a key of `KINDS`, e.g. `"models"`) called `name`,
     or `dist:name` to choose among distributions.

@@ -10,7 +10,6 @@ import pytest
 import rl_toys
 
 import plugins
-from plugins import _registry
 from runs.algorithms.base import train_chunk
 from runs.algorithms.config import MetaRIMsConfig
 from runs.algorithms.meta_rims import MetaRIMs, make
@@ -27,9 +26,8 @@ def toys():
     for spec in (rl_toys.corridor, rl_toys.tiny_agent, rl_toys.fast_slow_agent):
         plugins.register(spec, dist="zoo-tests")
     yield
-    for group in _registry._registered.values():
-        for key in [k for k in group if k[1] == "zoo-tests"]:
-            del group[key]
+    for name in ("toy-corridor", "toy-corridor-long", "toy-agent", "toy-fast-slow-agent"):
+        plugins.unregister(name, dist="zoo-tests")
 
 
 def setup(settings: MetaRIMsConfig = SMALL):

@@ -11,7 +11,6 @@ import pytest
 import rl_toys
 
 import plugins
-from plugins import _registry
 from runs import algorithms
 from runs.algorithms.base import train_chunk
 from runs.algorithms.config import PPOConfig
@@ -28,9 +27,8 @@ def toys():
     plugins.register(rl_toys.corridor, dist="zoo-tests")
     plugins.register(rl_toys.tiny_agent, dist="zoo-tests")
     yield
-    for group in _registry._registered.values():
-        for key in [k for k in group if k[1] == "zoo-tests"]:
-            del group[key]
+    for name in ("toy-corridor", "toy-corridor-long", "toy-agent", "toy-fast-slow-agent"):
+        plugins.unregister(name, dist="zoo-tests")
 
 
 def algorithm(settings: PPOConfig = SMALL, devices: int = 1) -> PPO:
