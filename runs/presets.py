@@ -488,16 +488,21 @@ def madan_preset(level: str, agent: str) -> str:
     return f"madan2021/{level}-{agent}"
 
 
-def _madan(level: str, agent: str, frames: int = MADAN_CPU_FRAMES) -> TrainConfig:
-    """`agent` on `level` for about `frames` environment frames."""
+def _madan(
+    level: str, agent: str, frames: int = MADAN_CPU_FRAMES, model: dict | None = None, **algorithm
+) -> TrainConfig:
+    """`agent` on `level` for about `frames` environment frames (`model` and `algorithm`
+    override fields of the agent's and the algorithm's settings)."""
     model_name, algorithm_name = MADAN_AGENTS[agent]
     settings = MetaRIMsConfig() if algorithm_name == "meta-rims" else PPOConfig()
+    settings = dataclasses.replace(settings, **algorithm)
     per_call = 4 if algorithm_name == "meta-rims" else 20
-    steps = max(per_call, round(frames / settings.frames_per_step / per_call) * per_call)
+    block = 4 * per_call  # evaluations and checkpoints at every quarter of the run
+    steps = max(block, round(frames / settings.frames_per_step / block) * block)
     task = MADAN_LEVELS[level]
     return TrainConfig(
         task=task,
-        model=LSTMAgentConfig() if model_name == "lstm-agent" else RIMsAgentConfig(),
+        model=(LSTMAgentConfig if model_name == "lstm-agent" else RIMsAgentConfig)(**(model or {})),
         task_name=level if level.startswith("doorkey") else f"babyai-{level}",
         model_name=model_name,
         algorithm_name=algorithm_name,
@@ -515,6 +520,39 @@ PRESETS.update(
         )
         for level in MADAN_LEVELS
         for agent in MADAN_AGENTS
+    }
+)
+
+# The ablations of Figs. 5b, 6a and 8 on DoorKey-5x5: label -> (description, config).
+MADAN_ABLATIONS = {
+    "meta-rims-k5": (
+        "Meta-RIMs updating all modules (k = 5 of 5; Fig. 6a sparsity)",
+        _madan("doorkey-5x5", "meta-rims", model={"top_k": 5}),
+    ),
+    "meta-rims-slow1": (
+        "Meta-RIMs with slow factor 1 (Fig. 6a)",
+        _madan("doorkey-5x5", "meta-rims", slow_factor=1),
+    ),
+    "meta-rims-slow2": (
+        "Meta-RIMs with slow factor 2 (Fig. 6a)",
+        _madan("doorkey-5x5", "meta-rims", slow_factor=2),
+    ),
+    "meta-flip": (
+        "metaFlip: attentions fast, module cells slow (Fig. 8)",
+        _madan("doorkey-5x5", "meta-rims", model={"split": "flip"}),
+    ),
+    "slowlr": (
+        "slowLR: one PPO loop, the attentions at a quarter of the learning rate (Fig. 8)",
+        _madan("doorkey-5x5", "rims", model={"split": "attention"}, slow_lr_factor=0.25),
+    ),
+}
+PRESETS.update(
+    {
+        f"madan2021/doorkey-5x5-{label}": (
+            f"Madan et al. 2021: {words}, DoorKey-5x5, {MADAN_CPU_FRAMES:,} frames (CPU scale)",
+            config,
+        )
+        for label, (words, config) in MADAN_ABLATIONS.items()
     }
 )
 
@@ -827,6 +865,27 @@ def _madan_fig3(levels: tuple[str, ...], agents: tuple[str, ...]) -> Sweep:
     )
 
 
+def _madan_ablations() -> Sweep:
+    labels = ("rims", "meta-rims", "meta-lstm")
+    runs = [
+        SweepRun(label, get_preset(madan_preset("doorkey-5x5", label)), {"variant": label})
+        for label in labels
+    ]
+    runs += [
+        SweepRun(label, config, {"variant": label})
+        for label, (_, config) in MADAN_ABLATIONS.items()
+    ]
+    return Sweep(
+        "Madan et al. 2021, Figs. 5b, 6a, 8 on DoorKey-5x5: Meta-RIMs against its ablations "
+        f"(sparsity k = 5, slow factor 1 and 2, metaFlip, slowLR, meta-LSTM), {MADAN_CPU_FRAMES:,} "
+        "frames per run (CPU scale). Paper (plots only): each ablation learns slower than "
+        "Meta-RIMs",
+        tuple(runs),
+        metrics=("eval.success", "eval.return"),
+        x="variant",
+    )
+
+
 SWEEPS: dict[str, Sweep] = {
     "schug2024/fig2c-cpu": _fig2c(),
     "schug2024/fig2d-cpu": _fig2d(),
@@ -843,6 +902,7 @@ SWEEPS: dict[str, Sweep] = {
     "schug2024/fig4ef-cpu": _fig4ef(cpu=True),
     "madan2021/fig3-cpu": _madan_fig3(tuple(MADAN_LEVELS), ("lstm", "rims", "meta-rims")),
     "madan2021/doorkey-cpu": _madan_fig3(("doorkey-5x5",), ("lstm", "rims", "meta-rims")),
+    "madan2021/ablations-cpu": _madan_ablations(),
     "lake2019/tables2-3": _lake_tables(),
     "lake2019/mutual-exclusivity": _lake_mutual_exclusivity(),
 }

@@ -153,6 +153,12 @@ def test_labels_of_meta_rims():
     assert flip.core.input_key_value == flip.core.comm_output.weight == "fast"
     assert flip.actor.out.weight == "fast" and flip.critic.out.weight == "slow"
 
+    attention = _agent("rims", split="attention").labels()  # the slowLR ablation's split
+    assert attention.core.input_query.weight == attention.core.comm_qkv.weight == "slow"
+    assert attention.core.input_key_value == attention.core.comm_output.weight == "slow"
+    assert [attention.core.cell_weight, attention.critic.out.weight] == ["fast", "fast"]
+    assert attention.image.conv1.weight == attention.instruction.gru.weight_hh == "fast"
+
     encoders = _agent("rims", encoders="fast").labels()
     assert encoders.image.conv3.bias == encoders.instruction.gru.bias == "fast"
     assert encoders.core.input_query.weight == encoders.critic.hidden.weight == "slow"

@@ -202,12 +202,63 @@ def test_engine_settings_the_algorithm_does_not_read_are_refused(tmp_path):
 def test_the_madan_presets_prepare(tmp_path):
     """Every Madan et al. 2021 preset passes every check made before compiling, with the
     algorithm its agent calls for, and trains for about its frame budget."""
-    from runs.presets import MADAN_AGENTS, MADAN_CPU_FRAMES, MADAN_LEVELS, get_preset, madan_preset
+    from runs.presets import (
+        MADAN_ABLATIONS,
+        MADAN_AGENTS,
+        MADAN_CPU_FRAMES,
+        MADAN_LEVELS,
+        get_preset,
+        madan_preset,
+    )
     from runs.run import prepare
 
-    for level in MADAN_LEVELS:
-        for agent, (model, algorithm) in MADAN_AGENTS.items():
-            config = prepare(get_preset(madan_preset(level, agent)), tmp_path / "x", False)
-            assert (config.model_name, config.algorithm_name) == (model, algorithm)
-            frames = config.run.steps * config.algorithm.frames_per_step
-            assert abs(frames - MADAN_CPU_FRAMES) < 0.1 * MADAN_CPU_FRAMES
+    configs = [
+        (get_preset(madan_preset(level, agent)), model, algorithm)
+        for level in MADAN_LEVELS
+        for agent, (model, algorithm) in MADAN_AGENTS.items()
+    ]
+    configs += [(config, config.model_name, None) for _, config in MADAN_ABLATIONS.values()]
+    for preset, model, algorithm in configs:
+        config = prepare(preset, tmp_path / "x", False)
+        assert config.model_name == model
+        assert algorithm is None or config.algorithm_name == algorithm
+        frames = config.run.steps * config.algorithm.frames_per_step
+        assert abs(frames - MADAN_CPU_FRAMES) < 0.1 * MADAN_CPU_FRAMES
+    slowlr = MADAN_ABLATIONS["slowlr"][1]
+    assert slowlr.algorithm.slow_lr_factor == 0.25 and slowlr.model.split == "attention"
+
+
+def test_slow_leaves_move_at_a_fraction_of_the_rate():
+    """The slowLR ablation: with `slow_lr_factor` the leaves labelled slow take steps that
+    factor the size of those at the full rate (one Adam step: linear in the rate), the others
+    the same steps."""
+    from runs.algorithms.ppo import on_devices
+
+    env = rl_toys.Corridor(4)
+    model = rl_toys.make_fast_slow_agent(rl_toys.TinyAgentConfig(4), io=env.io, key=jr.key(0))
+    one_step = dataclasses.replace(SMALL, epochs=1, minibatch=SMALL.envs * SMALL.frames)
+    moved = {}
+    for factor in (1.0, 0.25):
+        settings = dataclasses.replace(one_step, slow_lr_factor=factor)
+        config = TrainConfig(task=None, model=None, algorithm=settings)
+        ppo = make(config, env, model, make_mesh(1, settings.envs))  # pyright: ignore
+        state = ppo.init(env, model, jr.key(1))
+        after, _ = eqx.filter_jit(on_devices)(ppo.iteration, ppo.mesh, env, state)
+        moved[factor] = jax.tree.map(
+            lambda a, b: np.asarray(a) - np.asarray(b),
+            eqx.filter(after.model, eqx.is_array),
+            eqx.filter(model, eqx.is_array),
+        )
+    for full, slow in zip(
+        jax.tree.leaves(moved[1.0].agent.value),
+        jax.tree.leaves(moved[0.25].agent.value),
+        strict=True,
+    ):
+        assert np.abs(full).max() > 0
+        np.testing.assert_allclose(slow, 0.25 * full, rtol=1e-3, atol=1e-9)
+    for full, same in zip(
+        jax.tree.leaves(moved[1.0].agent.cell),
+        jax.tree.leaves(moved[0.25].agent.cell),
+        strict=True,
+    ):
+        np.testing.assert_allclose(same, full, rtol=1e-5, atol=1e-9)

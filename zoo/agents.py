@@ -219,12 +219,14 @@ class ActorCritic(AbstractActorCritic):
     encoders: str = eqx.field(static=True, default="slow")
 
     def __check_init__(self):
-        if self.split not in ("meta", "flip"):
-            raise ValueError(f"ActorCritic: split must be 'meta' or 'flip', got {self.split!r}.")
-        if self.split == "flip" and not isinstance(self.core, RIMCell):
+        if self.split not in ("meta", "flip", "attention"):
             raise ValueError(
-                "ActorCritic: split='flip' makes the attention fast and the modules slow; "
-                "it needs a RIMs core, not an LSTM."
+                f"ActorCritic: split must be 'meta', 'flip' or 'attention', got {self.split!r}."
+            )
+        if self.split != "meta" and not isinstance(self.core, RIMCell):
+            raise ValueError(
+                f"ActorCritic: split={self.split!r} divides the RIMs' attentions from their "
+                "module cells; it needs a RIMs core, not an LSTM."
             )
         if self.encoders not in ("slow", "fast"):
             raise ValueError(
@@ -273,9 +275,14 @@ class ActorCritic(AbstractActorCritic):
         """`"fast"` at the actor head and the core's fast part (the module cells with split
         `"meta"`, the attentions with `"flip"`, the whole LSTM), and at the encoders with
         `encoders="fast"`; `"slow"` everywhere else (the critic head, the core's other part,
-        the encoders by default)."""
+        the encoders by default). With split `"attention"` only the RIMs' attentions are
+        slow."""
         spec = jtu.tree_map(lambda _: SLOW, self)
         fast = lambda tree: jtu.tree_map(lambda _: FAST, tree)  # noqa: E731
+        if self.split == "attention":  # only the attentions slow (the slowLR ablation)
+            assert isinstance(self.core, RIMCell)
+            core = self.core.labels(modules=FAST, attention=SLOW)
+            return eqx.tree_at(lambda m: m.core, fast(self), core)
         if isinstance(self.core, RIMCell):
             modules, attention = (FAST, SLOW) if self.split == "meta" else (SLOW, FAST)
             core = self.core.labels(modules=modules, attention=attention)

@@ -135,7 +135,7 @@ class MetaSeq2SeqConfig:
 
 
 AgentEncoders = Literal["slow", "fast"]
-RIMsSplit = Literal["meta", "flip"]
+RIMsSplit = Literal["meta", "flip", "attention"]
 
 
 def _check_agent(config) -> None:
@@ -199,8 +199,10 @@ class RIMsAgentConfig:
     head_hidden: int = 64
     """Width of the actor's and the critic's hidden layer."""
     split: RIMsSplit = "meta"
-    """Fast and slow leaves: "meta" (module cells fast, attentions slow: Meta-RIMs) or "flip"
-    (attentions fast, module cells slow: the paper's metaFlip ablation)."""
+    """Fast and slow leaves: "meta" (module cells fast, attentions slow: Meta-RIMs), "flip"
+    (attentions fast, module cells slow: the paper's metaFlip ablation) or "attention" (the
+    attentions slow, everything else fast: for the slowLR ablation, one PPO loop with
+    `--algorithm.slow-lr-factor 0.25`)."""
     encoders: AgentEncoders = "slow"
     """The timescale of the image and instruction encoders in two-timescale training."""
 
@@ -219,6 +221,8 @@ class RIMsAgentConfig:
         _positive("comm_key_size", self.comm_key_size, "the reference uses 16.")
         if not 0 <= self.dropout < 1:
             raise ValueError(f"model.dropout must be in [0, 1), got {self.dropout}.")
-        if self.split not in ("meta", "flip"):
-            raise ValueError(f"model.split must be 'meta' or 'flip', got {self.split!r}.")
+        if self.split not in ("meta", "flip", "attention"):
+            raise ValueError(
+                f"model.split must be 'meta', 'flip' or 'attention', got {self.split!r}."
+            )
         _check_agent(self)

@@ -56,6 +56,10 @@ class PPOConfig:
     reward_scale: float = 20.0
     """Rewards are multiplied by this for training (BabyAI `--reward-scale`); logged returns
     are unscaled."""
+    slow_lr_factor: float = 1.0
+    """The learning rate of the leaves the agent labels `"slow"` is `lr` times this (the
+    slowLR ablation of Madan et al. 2021: 0.25, with the RIMs agent's `--model.split
+    attention`)."""
     greedy_eval: bool = False
     """Evaluate with the most likely action instead of sampling from the policy."""
     max_nonfinite: int = 10
@@ -82,7 +86,14 @@ class PPOConfig:
                 f"into whole minibatches of {self.minibatch // self.recurrence} sequences "
                 "(minibatch / recurrence); change algorithm.minibatch or algorithm.envs."
             )
-        for name in ("lr", "adam_eps", "max_grad_norm", "clip_eps", "reward_scale"):
+        for name in (
+            "lr",
+            "adam_eps",
+            "max_grad_norm",
+            "clip_eps",
+            "reward_scale",
+            "slow_lr_factor",
+        ):
             value = getattr(self, name)
             if not value > 0 or value != value or value == float("inf"):
                 raise ValueError(f"algorithm.{name} must be a finite number > 0, got {value}.")

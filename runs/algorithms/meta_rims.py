@@ -27,7 +27,7 @@ from ..config import EvalConfig, TrainConfig
 from ..state import TrainState
 from .base import AbstractAlgorithm
 from .config import MetaRIMsConfig, PPOConfig
-from .ppo import PPO, on_devices, ppo_optimizer
+from .ppo import PPO, on_devices, ppo_optimizer, trained_labels
 
 _EPISODES = ("episodes", "return_sum", "success_sum", "length_sum")
 
@@ -137,8 +137,18 @@ def make(
             "or --devices."
         )
     return MetaRIMs(
-        fast=PPO(settings=fast, optimizer=ppo_optimizer(fast), mesh=mesh, trains=("fast",)),
-        slow=PPO(settings=slow, optimizer=ppo_optimizer(slow), mesh=mesh, trains=("slow",)),
+        fast=PPO(
+            settings=fast,
+            optimizer=ppo_optimizer(fast, trained_labels(model, ("fast",))),
+            mesh=mesh,
+            trains=("fast",),
+        ),
+        slow=PPO(
+            settings=slow,
+            optimizer=ppo_optimizer(slow, trained_labels(model, ("slow",))),
+            mesh=mesh,
+            trains=("slow",),
+        ),
         inner_updates=settings.inner_updates,
         settings=settings,
         mesh=mesh,

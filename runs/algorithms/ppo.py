@@ -122,10 +122,16 @@ class PPO(AbstractAlgorithm):
 
     def trainable(self, model: AbstractActorCritic) -> PyTree[bool]:
         """`True` at the leaves of `model` this algorithm updates."""
-        if self.trains is None:
+        return self.trainable_leaves(model, self.trains)
+
+    @staticmethod
+    def trainable_leaves(model: AbstractActorCritic, trains: tuple[str, ...] | None) -> PyTree:
+        """`True` at the floating-point leaves of `model` labelled one of `trains` (all of
+        them for `None`)."""
+        if trains is None:
             return jtu.tree_map(eqx.is_inexact_array, model)
         return jtu.tree_map(
-            lambda label, leaf: label in self.trains and eqx.is_inexact_array(leaf),
+            lambda label, leaf: label in trains and eqx.is_inexact_array(leaf),
             checked_labels(model),
             model,
         )
@@ -494,22 +500,38 @@ def on_devices(
     return eqx.tree_at(lambda s: s.extra, state, actors), metrics
 
 
-def ppo_optimizer(settings: PPOConfig) -> optax.GradientTransformation:
-    """Adam with global-norm clipping; steps with a non-finite gradient are skipped."""
+def ppo_optimizer(
+    settings: PPOConfig, labels: PyTree[str | None] = None
+) -> optax.GradientTransformation:
+    """Adam with global-norm clipping; steps with a non-finite gradient are skipped. With
+    `labels` (the labels of the trained leaves, `None` elsewhere: the structure of the
+    parameters the optimizer is given) and `settings.slow_lr_factor != 1`, the leaves labelled
+    `"slow"` move at `lr * slow_lr_factor`."""
+    adam = optax.adam(settings.lr, eps=settings.adam_eps)
+    if settings.slow_lr_factor != 1:
+        if labels is None:
+            raise ValueError("ppo_optimizer: slow_lr_factor needs the leaves' labels.")
+        slow = optax.adam(settings.lr * settings.slow_lr_factor, eps=settings.adam_eps)
+        rates = jtu.tree_map(lambda label: "slow" if label == "slow" else "rest", labels)
+        adam = optax.multi_transform({"slow": slow, "rest": adam}, lambda _: rates)
     return optax.apply_if_finite(
-        optax.chain(
-            optax.clip_by_global_norm(settings.max_grad_norm),
-            optax.adam(settings.lr, eps=settings.adam_eps),
-        ),
+        optax.chain(optax.clip_by_global_norm(settings.max_grad_norm), adam),
         settings.max_nonfinite,
     )
+
+
+def trained_labels(model: AbstractActorCritic, trains: tuple[str, ...] | None) -> PyTree:
+    """The labels of the leaves of `model` a PPO loop training `trains` updates (`None` at
+    the others): the structure of the parameters its optimizer is given."""
+    keep = PPO.trainable_leaves(model, trains)
+    return jtu.tree_map(lambda label, kept: label if kept else None, checked_labels(model), keep)
 
 
 def make(
     config: TrainConfig, task: AbstractEnvironment, model: AbstractActorCritic, mesh: Mesh
 ) -> PPO:
     """The PPO algorithm of a run."""
-    del task, model
+    del task
     settings = config.algorithm if config.algorithm is not None else PPOConfig()
     sequences = settings.minibatch // settings.recurrence
     if sequences % mesh.size:
@@ -518,7 +540,8 @@ def make(
             f"divisible by the number of devices ({mesh.size}); change --algorithm.minibatch "
             "or --devices."
         )
-    return PPO(settings=settings, optimizer=ppo_optimizer(settings), mesh=mesh)
+    labels = trained_labels(model, None)
+    return PPO(settings=settings, optimizer=ppo_optimizer(settings, labels), mesh=mesh)
 
 
-__all__ = ["PPO", "Actors", "Rollout", "make", "on_devices", "ppo_optimizer"]
+__all__ = ["PPO", "Actors", "Rollout", "make", "on_devices", "ppo_optimizer", "trained_labels"]
