@@ -250,6 +250,9 @@ class EvalCommand:
     """Evaluate on this registered task instead, with its default settings (zero-shot
     transfer, e.g. an agent trained on doorkey-5x5 on doorkey-8x8); its data must look like
     the run's task's to the model (same `io`). Writes DIR/eval-TASK.json."""
+    activity: int = 0
+    """Also record which of an agent's modules are active at each step of this many episodes
+    (a modular agent such as rims-agent): DIR/activity.png and DIR/activity.json."""
 
 
 def _eval(argv: list[str]) -> int:
@@ -303,6 +306,32 @@ def _eval(argv: list[str]) -> int:
         print(f"{pool:<10}" + "".join(f"{values.get(n, float('nan')):>12.4f}" for n in names))
     for name, value in found.items():
         print(f"{name:<10}{value:>12.4f}")
+    if command.activity > 0:
+        import jax.random as jr
+
+        from tasks import AbstractEnvironment
+
+        from .activity import write_activity
+
+        if not isinstance(task, AbstractEnvironment):
+            print(
+                "zoo eval: --activity records an agent acting in an environment.", file=sys.stderr
+            )
+            return 2
+        try:
+            summary = write_activity(
+                command.directory,
+                task,
+                model,
+                jr.key(config.run.seed),
+                command.activity,
+                f"{config.model_name} on {config.task_name}, step {step}: active modules",
+            )
+        except ValueError as error:
+            print(f"zoo eval: {error}", file=sys.stderr)
+            return 2
+        fractions = " ".join(f"{f:.2f}" for f in summary["active_fraction"])
+        print(f"active fraction per module: {fractions} -> {command.directory / 'activity.png'}")
     return 0
 
 

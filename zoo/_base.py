@@ -17,6 +17,8 @@ that return `None`:
   once per task, outside the inner loop) and `predict`.
 - `AbstractIdentifiable`: the model has an inferred task representation, `embedding()` (for the
   linear decodability of the ground-truth task latent).
+- `AbstractModuleActivity`: an agent whose modules are active or not at each step says
+  which were (`activity()`).
 - `AbstractModular`: an identifiable model whose `modules()` line up with a task's ground-truth
   modules (for module alignment).
 
@@ -31,7 +33,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
-from jaxtyping import Array, Float, PRNGKeyArray, PyTree
+from jaxtyping import Array, Bool, Float, PRNGKeyArray, PyTree
 
 Label = Literal["fast", "meta", "fixed", "slow"]
 """The part a leaf plays in training:
@@ -154,6 +156,21 @@ class AbstractActorCritic(AbstractLearner):
     ) -> tuple[Float[Array, " actions"], Float[Array, ""], PyTree[Array]]:
         """`(logits, value, next_memory)` for one observation; `key` drives dropout (none
         without a key)."""
+
+
+class AbstractModuleActivity(eqx.Module):
+    """Capability: an agent made of modules that are active or not at each step (e.g. RIMs'
+    top-k), which says which were (for plots of module activity, Madan et al. 2021 Fig. 6b)."""
+
+    @abc.abstractmethod
+    def activity(
+        self,
+        obs: dict[str, Array],
+        memory: PyTree[Array],
+        *,
+        key: PRNGKeyArray | None = None,
+    ) -> tuple[Float[Array, " actions"], Float[Array, ""], PyTree[Array], Bool[Array, " modules"]]:
+        """As the agent's `__call__`, and a mask of the modules active at this step."""
 
 
 class AbstractSplitForward(eqx.Module):

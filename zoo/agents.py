@@ -39,9 +39,9 @@ import jax
 import jax.numpy as jnp
 import jax.random as jr
 import jax.tree_util as jtu
-from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
+from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray, PyTree
 
-from ._base import FAST, SLOW, AbstractActorCritic
+from ._base import FAST, SLOW, AbstractActorCritic, AbstractModuleActivity
 from .config import LSTMAgentConfig, RIMsAgentConfig
 from .io import IOSpec
 from .rims import RIMCell, babyai_linear
@@ -195,7 +195,7 @@ class Head(eqx.Module):
 Core = eqx.nn.LSTMCell | RIMCell
 
 
-class ActorCritic(AbstractActorCritic):
+class ActorCritic(AbstractActorCritic, AbstractModuleActivity):
     """BabyAI's actor-critic with an LSTM or a RIMs core; see the module docstring.
 
     Built by `make_lstm` (`lstm-agent`) and `make_rims` (`rims-agent`), or from its parts:
@@ -260,16 +260,29 @@ class ActorCritic(AbstractActorCritic):
 
         `(logits, value, next_memory)`.
         """
+        logits, value, memory, _ = self.activity(obs, memory, key=key)
+        return logits, value, memory
+
+    def activity(
+        self,
+        obs: dict[str, Array],
+        memory: PyTree[Array],
+        *,
+        key: PRNGKeyArray | None = None,
+    ) -> tuple[Float[Array, " actions"], Float[Array, ""], PyTree[Array], Bool[Array, " modules"]]:
+        """As `__call__`, and which modules were active at this step: the RIMs core's top-k
+        mask, `[num_modules]`; an LSTM core is one module, always active (`[1]`)."""
         x = self.image(obs["image"].astype(jnp.float32))
         if self.instruction is not None:
             x = jnp.concatenate([x, self.instruction(obs["mission"])])
         if isinstance(self.core, RIMCell):
-            memory, _ = self.core(x, memory, key=key)
+            memory, active = self.core(x, memory, key=key)
             features = memory[0].reshape(-1)
         else:
             memory = self.core(x, memory)
             features = memory[0]
-        return self.actor(features), self.critic(features)[0], memory
+            active = jnp.ones((1,), bool)
+        return self.actor(features), self.critic(features)[0], memory, active.astype(bool)
 
     def labels(self) -> PyTree[str]:
         """`"fast"` at the actor head and the core's fast part (the module cells with split
