@@ -117,8 +117,8 @@ class ImageEncoder(eqx.Module):
 
 
 class InstructionEncoder(eqx.Module):
-    """BabyAI's instruction encoder: word embedding, then a GRU; the final hidden state of the
-    padded token array."""
+    """BabyAI's instruction encoder: word embedding, then a GRU; its hidden state after the
+    mission's last word (padding is skipped)."""
 
     embedding: eqx.nn.Embedding
     gru: eqx.nn.GRUCell
@@ -147,7 +147,10 @@ class InstructionEncoder(eqx.Module):
 
         **Returns:**
 
-        The GRU's hidden state after the last token, padding included.
+        The GRU's hidden state after the last word: padding (id 0) leaves the state as it
+        is, as BabyAI's GRU reads a batch of missions of one length without padding (its
+        batches pad to their longest mission; a fixed-length array padded to 16 would
+        otherwise change every embedding).
         """
         gru = self.gru
         dim = gru.hidden_size
@@ -164,9 +167,14 @@ class InstructionEncoder(eqx.Module):
             n = jnp.tanh(x[2 * dim :] + r * (hidden[2 * dim :] + gru.bias_n))
             return n + z * (h - n)
 
-        # From h = 0 the first step's recurrent product is 0.
+        # From h = 0 the first step's recurrent product is 0 (a mission starts with a word).
         h = step(jnp.zeros((dim,)), inputs[0], jnp.zeros((3 * dim,)))
-        h, _ = jax.lax.scan(lambda h, x: (step(h, x, gru.weight_hh @ h), None), h, inputs[1:])
+
+        def body(h, x_and_word):
+            x, word = x_and_word
+            return jnp.where(word, step(h, x, gru.weight_hh @ h), h), None
+
+        h, _ = jax.lax.scan(body, h, (inputs[1:], tokens[1:] != 0))
         return h
 
 
