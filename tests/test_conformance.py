@@ -86,13 +86,17 @@ def _tiny(entries, table) -> list[str]:
     return [e.name for e in entries if e.name in table]
 
 
-def _config(task_name: str, model_name: str, steps: int = 2, pools=()) -> TrainConfig:
+def _config(
+    task_name: str, model_name: str, steps: int = 2, pools=(), inner: bool = True
+) -> TrainConfig:
+    """The tiny run of a pair; `inner=False` for models adapting in context (their algorithm
+    reads no inner loop settings and refuses changed ones)."""
     return TrainConfig(
         task=TINY_TASKS[task_name],
         model=TINY_MODELS[model_name],
         task_name=task_name,
         model_name=model_name,
-        inner=InnerConfig(steps=2),
+        inner=InnerConfig(steps=2) if inner else InnerConfig(),
         outer=OuterConfig(meta_batch=2),
         eval=EvalConfig(every=0, tasks=2, batch=2, test_episodes=False, pools=pools),
         run=RunConfig(steps=steps, steps_per_call=1, checkpoint_every=1),
@@ -183,7 +187,8 @@ def test_contract(task_name: str, model_name: str, tmp_path):
         pytest.skip(f"no algorithm trains {model_name} on {task_name}")
     # One evaluation pool: each pool is compiled on its own, and one shows the contract.
     pools = (next(p for p in task.pools() if p != "train"),)
-    config = _config(task_name, model_name, pools=pools)
+    inner = not isinstance(model, AbstractInContextLearner)
+    config = _config(task_name, model_name, pools=pools, inner=inner)
     out = tmp_path / "run"
     runs.train(config, out, progress=False)
     rows = runs.read_metrics(out)
@@ -193,7 +198,7 @@ def test_contract(task_name: str, model_name: str, tmp_path):
     assert {r["pool"] for r in rows} - {"train", "identification"}, "no evaluation pool"
 
     # Resume for one more step: the same compiled chunk, the run goes on from its checkpoint.
-    runs.train(_config(task_name, model_name, 3, pools), out, resume=True, progress=False)
+    runs.train(_config(task_name, model_name, 3, pools, inner), out, resume=True, progress=False)
     loaded = runs.load(out)
     assert loaded.step == 3
     assert type(loaded.model) is type(model)
