@@ -540,7 +540,7 @@ def make(
             f"divisible by the number of devices ({mesh.size}); change --algorithm.minibatch "
             "or --devices."
         )
-    labels = trained_labels(model, None)
+    labels = trained_labels(model, None) if settings.slow_lr_factor != 1 else None
     return PPO(settings=settings, optimizer=ppo_optimizer(settings, labels), mesh=mesh)
 
 
