@@ -363,7 +363,75 @@ def report(out: Path) -> dict[str, Any]:
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if summary:
         _figure(record, summary, rows, out / "figure.png")
+    _curves(record, out)
     return {"runs": rows, "summary": summary}
+
+
+def _curves(record: dict, out: Path) -> None:
+    """For runs that count environment frames (reinforcement learning): every evaluation of
+    every run against the frames seen, as `curves.csv` and `curves.png` (a line per seed, the
+    mean over seeds in bold), the learning curves of sample-efficiency claims."""
+    from .run import read_metrics
+
+    points = []
+    for run in record["runs"]:
+        for seed in record["seeds"]:
+            directory = run_dir(out, run["label"], seed)
+            rows = read_metrics(directory) if (directory / "metrics.jsonl").exists() else []
+            frames = {
+                r["step"]: r["frames"] for r in rows if r["pool"] == "train" and "frames" in r
+            }
+            for r in rows:
+                if r["pool"] != "train" and r["step"] in frames:
+                    values = {
+                        f"{r['pool']}.{k}": v for k, v in r.items() if k not in ("step", "pool")
+                    }
+                    points.append(
+                        {"label": run["label"], "seed": seed, "frames": frames[r["step"]], **values}
+                    )
+    if not points:
+        return
+    columns: list[str] = []
+    for point in points:
+        columns += [k for k in point if k not in columns]
+    with open(out / "curves.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(points)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metrics = [m for m in record["metrics"] if any(m in p for p in points)]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5.5 * len(metrics), 4), squeeze=False)
+    labels = list(dict.fromkeys(p["label"] for p in points))
+    for ax, metric in zip(axes[0], metrics, strict=True):
+        for i, label in enumerate(labels):
+            color = f"C{i % 10}"
+            mine = [p for p in points if p["label"] == label and metric in p]
+            by_frames: dict[int, list[float]] = {}
+            for seed in dict.fromkeys(p["seed"] for p in mine):
+                line = sorted((p["frames"], p[metric]) for p in mine if p["seed"] == seed)
+                ax.plot(*zip(*line, strict=True), color=color, alpha=0.3, lw=1)
+                for x, y in line:
+                    by_frames.setdefault(x, []).append(y)
+            xs = sorted(by_frames)
+            ax.plot(
+                xs,
+                [sum(by_frames[x]) / len(by_frames[x]) for x in xs],
+                color=color,
+                lw=2.5,
+                label=label,
+            )
+        ax.set_xlabel("environment frames")
+        ax.set_ylabel(metric)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle(record.get("description", "").split(". Paper")[0], fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out / "curves.png", dpi=110)
+    plt.close(fig)
 
 
 def _figure(record: dict, summary: list[dict], rows: list[dict], path: Path) -> None:

@@ -198,3 +198,37 @@ def test_a_failed_worker_is_reported(tmp_path):
     assert (directory / "stray.txt").read_text() == "not a run"
     with pytest.raises(ValueError, match="--jobs"):
         run_sweep(sweep, "tiny", tmp_path, jobs=0)
+
+
+def test_report_draws_learning_curves_for_runs_that_count_frames(tmp_path):
+    """Runs whose training rows count environment frames get `curves.csv` / `curves.png`:
+    every evaluation against the frames seen."""
+    import json
+
+    from runs.sweeps import report
+
+    record = {
+        "name": "test/rl",
+        "description": "RL. Paper: none",
+        "runs": [{"label": "agent", "facets": {"agent": "a"}, "config": {}}],
+        "metrics": ["eval.success"],
+        "x": "agent",
+        "hue": None,
+        "paper": {},
+        "seeds": [0, 1],
+    }
+    (tmp_path / "sweep.json").write_text(json.dumps(record))
+    for seed in (0, 1):
+        run = tmp_path / "agent" / f"seed_{seed}"
+        run.mkdir(parents=True)
+        (run / "config.json").write_text(json.dumps({"run": {"steps": 4}}))
+        rows = []
+        for step in (2, 4):
+            rows.append({"step": step, "pool": "train", "loss": 1.0, "frames": step * 100})
+            rows.append({"step": step, "pool": "eval", "success": step / 4 - seed / 10})
+        (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report(tmp_path)
+    lines = (tmp_path / "curves.csv").read_text().splitlines()
+    assert lines[0] == "label,seed,frames,eval.success"
+    assert lines[1:] == ["agent,0,200,0.5", "agent,0,400,1.0", "agent,1,200,0.4", "agent,1,400,0.9"]
+    assert (tmp_path / "curves.png").stat().st_size > 0
