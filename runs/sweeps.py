@@ -316,6 +316,18 @@ def _mean_std(values: list[float]) -> tuple[float, float]:
     return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
 
 
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Rows as CSV, the columns in order of first appearance (a row lacking one leaves it
+    empty)."""
+    columns: list[str] = []
+    for row in rows:
+        columns += [k for k in row if k not in columns]
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def report(out: Path) -> dict[str, Any]:
     """Collect the runs of the sweep in `out` into `results.csv` (every run with an
     evaluation, unfinished ones marked), `summary.csv`, `summary.json` and `figure.png` (finished
@@ -332,13 +344,7 @@ def report(out: Path) -> dict[str, Any]:
                     finished = found["step"] == steps
                     row = {"label": run["label"], "seed": seed, **run["facets"]}
                     rows.append({**row, "finished": finished, **found})
-    columns: list[str] = []
-    for row in rows:
-        columns += [k for k in row if k not in columns]
-    with open(out / "results.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
+    _write_csv(out / "results.csv", rows)
 
     summary = []
     for run in record["runs"]:
@@ -353,13 +359,7 @@ def report(out: Path) -> dict[str, Any]:
             paper = record["paper"].get(run["label"], {}).get(metric)
             entry["paper"] = paper if paper is not None else ""
             summary.append(entry)
-    columns = []
-    for entry in summary:
-        columns += [k for k in entry if k not in columns]
-    with open(out / "summary.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(summary)
+    _write_csv(out / "summary.csv", summary)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if summary:
         _figure(record, summary, rows, out / "figure.png")
@@ -391,13 +391,7 @@ def _curves(record: dict, out: Path) -> None:
                     )
     if not points:
         return
-    columns: list[str] = []
-    for point in points:
-        columns += [k for k in point if k not in columns]
-    with open(out / "curves.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(points)
+    _write_csv(out / "curves.csv", points)
     import matplotlib
 
     matplotlib.use("Agg")
