@@ -62,8 +62,15 @@ def _observations(batch: int, mission: bool, seed: int = 0) -> dict:
     return obs
 
 
-@pytest.mark.parametrize("mission", [True, False], ids=["mission", "no-mission"])
-@pytest.mark.parametrize("kind", ["lstm", "rims"])
+@pytest.mark.parametrize(
+    ("kind", "mission"),
+    [
+        pytest.param("lstm", True, id="lstm-mission", marks=pytest.mark.slow),
+        pytest.param("lstm", False, id="lstm-no-mission"),
+        pytest.param("rims", True, id="rims-mission"),
+        pytest.param("rims", False, id="rims-no-mission", marks=pytest.mark.slow),
+    ],
+)
 def test_acts_on_a_batch(kind: str, mission: bool):
     agent = _agent(kind, WITH_MISSION if mission else WITHOUT_MISSION)
     assert isinstance(agent, AbstractActorCritic)

@@ -18,8 +18,10 @@ def _objects(grid: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize(
     ("env", "n"),
-    [(GoTo(8, 8, red_ball=True, grey=True), 8), (PickupLoc(), 8)],
-    ids=["gotoredballgrey", "pickuploc"],
+    [
+        pytest.param(GoTo(8, 8, red_ball=True, grey=True), 8, id="gotoredballgrey"),
+        pytest.param(PickupLoc(), 8, id="pickuploc", marks=pytest.mark.slow),
+    ],
 )
 def test_resets_follow_babyai_rules(env, n):
     states, obs = jax.jit(jax.vmap(env.reset))(jr.split(jr.key(0), 128))
@@ -103,7 +105,11 @@ def test_agrees_with_babyai(gym, level, ours):
 
 
 @pytest.mark.parametrize(
-    ("level", "ours"), [LEVELS[1], LEVELS[4]], ids=["GoToRedBall", "PickupLoc"]
+    ("level", "ours"),
+    [
+        pytest.param(*LEVELS[1], id="GoToRedBall"),
+        pytest.param(*LEVELS[4], id="PickupLoc", marks=pytest.mark.slow),
+    ],
 )
 def test_mission_statistics_match_babyai(gym, level, ours):
     """How often missions say "a" (several objects match), name a colour and a location:

@@ -89,24 +89,30 @@ def test_an_agent_without_slow_leaves_is_refused():
         make(config, env, model, make_mesh(1, 8))
 
 
-def test_a_meta_rims_run_resumes_exactly(tmp_path):
-    def config(steps):
-        return TrainConfig(
-            task=rl_toys.CorridorConfig(length=4),
-            model=rl_toys.TinyAgentConfig(hidden=4),
-            task_name="toy-corridor",
-            model_name="toy-fast-slow-agent",
-            algorithm_name="meta-rims",
-            algorithm=SMALL,
-            eval=EvalConfig(every=0, tasks=4, batch=4),
-            run=RunConfig(steps=steps, steps_per_call=1, checkpoint_every=1),
-        )
+def _config(steps: int, model_name: str = "toy-fast-slow-agent") -> TrainConfig:
+    return TrainConfig(
+        task=rl_toys.CorridorConfig(length=4),
+        model=rl_toys.TinyAgentConfig(hidden=4),
+        task_name="toy-corridor",
+        model_name=model_name,
+        algorithm_name="meta-rims",
+        algorithm=SMALL,
+        eval=EvalConfig(every=0, tasks=4, batch=4),
+        run=RunConfig(steps=steps, steps_per_call=1, checkpoint_every=1),
+    )
 
-    straight = train(config(2), tmp_path / "a", progress=False)
-    part = train(config(1), tmp_path / "b", progress=False)
-    train(config(2), part, resume=True, progress=False)
+
+def test_train_refuses_an_agent_without_the_split(tmp_path):
+    with pytest.raises(RunError, match="labels no leaf"):
+        train(_config(1, model_name="toy-agent"), tmp_path / "c")
+    assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.slow  # three compilations of both loops; PPO's resume test covers the engine's path
+def test_a_meta_rims_run_resumes_exactly(tmp_path):
+    straight = train(_config(2), tmp_path / "a", progress=False)
+    part = train(_config(1), tmp_path / "b", progress=False)
+    train(_config(2), part, resume=True, progress=False)
     for x, y in zip(leaves(load(straight).model), leaves(load(part).model), strict=True):
         assert x.tobytes() == y.tobytes()
     assert read_metrics(straight)[-2]["frames"] == 2 * 8 * 4 * 5
-    with pytest.raises(RunError, match="labels no leaf"):
-        train(dataclasses.replace(config(1), model_name="toy-agent"), tmp_path / "c")
