@@ -11,12 +11,25 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .config import TrainConfig
-    from .run import build, evaluate, load, read_config, read_metrics, train
+    from .run import (
+        RunError,
+        RunInterrupted,
+        TrainingDiverged,
+        build,
+        evaluate,
+        load,
+        read_config,
+        read_metrics,
+        train,
+    )
     from .state import TrainState
 
 _LAZY = {
     "TrainConfig": ".config",
     "TrainState": ".state",
+    "RunError": ".run",
+    "RunInterrupted": ".run",
+    "TrainingDiverged": ".run",
     "build": ".run",
     "evaluate": ".run",
     "load": ".run",
@@ -26,8 +39,11 @@ _LAZY = {
 }
 
 __all__ = [
+    "RunError",
+    "RunInterrupted",
     "TrainConfig",
     "TrainState",
+    "TrainingDiverged",
     "build",
     "evaluate",
     "load",

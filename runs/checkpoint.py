@@ -8,12 +8,15 @@ paths, so that plain Orbax restores a readable tree:
 Two items per step, so a model loads without its optimizer: `model` (the model's arrays) and
 `train_state` (step, the key's data, the optimizer state and the algorithm's extra state).
 Static structure (shapes, callables, static fields) is rebuilt from the run's config, so a
-checkpoint holds nothing but arrays.
+checkpoint holds nothing but arrays. A third item, `digests`, holds a BLAKE2b digest of every
+saved array; a restore that reads different bytes (a corrupted file of the same size) rejects
+that checkpoint with a warning and falls back to the previous one.
 
 Checkpoints written before the engine became algorithms (format 1: anonymous leaf lists in items
 `model`, `opt_state`, `state`) still load their model; they cannot be resumed.
 """
 
+import hashlib
 import warnings
 from pathlib import Path
 from typing import Any
@@ -115,6 +118,18 @@ def _state_parts(state: TrainState) -> dict:
     }
 
 
+def digests(tree: dict) -> dict[str, str]:
+    """`{"a.b.c": digest}` of every array of a `to_tree` tree: BLAKE2b of its dtype, shape
+    and bytes."""
+    out = {}
+    for path, leaf in _paths(tree):
+        x = np.ascontiguousarray(np.asarray(leaf))
+        h = hashlib.blake2b(f"{x.dtype.str}{x.shape}".encode(), digest_size=16)
+        h.update(x.tobytes())
+        out[".".join(path)] = h.hexdigest()
+    return out
+
+
 def _check_finite(tree: PyTree) -> None:
     floats = eqx.filter(tree, eqx.is_inexact_array)
     if not all(bool(jnp.all(jnp.isfinite(x))) for x in jtu.tree_leaves(floats)):
@@ -124,10 +139,13 @@ def _check_finite(tree: PyTree) -> None:
 class Checkpoints:
     """The `checkpoints/` folder of a run directory."""
 
-    def __init__(self, directory: Path, keep: int = 3):
+    def __init__(self, directory: Path, keep: int = 3, *, read_only: bool = False):
         self.directory = Path(directory).absolute() / "checkpoints"
         options = ocp.CheckpointManagerOptions(
-            max_to_keep=keep, create=True, enable_async_checkpointing=False
+            max_to_keep=keep,
+            create=not read_only,
+            read_only=read_only,
+            enable_async_checkpointing=False,
         )
         self.manager = ocp.CheckpointManager(self.directory, options=options)
 
@@ -140,17 +158,36 @@ class Checkpoints:
         return (self.directory / str(step) / "opt_state").exists()
 
     def save(self, state: TrainState) -> None:
-        """Save the array leaves of `state`: its model and the rest as two items."""
+        """Save the array leaves of `state`: its model and the rest as two items, and a
+        digest of every leaf (a third item, `digests`) that `restore` checks."""
         step = int(state.step)
+        model, parts = to_tree(state.model), to_tree(_state_parts(state))
         args = ocp.args.Composite(
-            model=ocp.args.StandardSave(to_tree(state.model)),  # pyright: ignore[reportCallIssue]
-            train_state=ocp.args.StandardSave(to_tree(_state_parts(state))),  # pyright: ignore[reportCallIssue]
+            model=ocp.args.StandardSave(model),  # pyright: ignore[reportCallIssue]
+            train_state=ocp.args.StandardSave(parts),  # pyright: ignore[reportCallIssue]
+            digests=ocp.args.JsonSave(  # pyright: ignore[reportCallIssue]
+                {"model": digests(model), "train_state": digests(parts)}
+            ),
         )
         if step in self.manager.all_steps():
             # Only after a resume fell back past an unreadable checkpoint of this step.
             self.manager.delete(step)
         self.manager.save(step, args=args, force=True)
         self.manager.wait_until_finished()
+
+    def _verify(self, step: int, restored: dict[str, dict]) -> None:
+        """Check the items `restored` from the checkpoint of `step` against the digests saved
+        with it (checkpoints written before digests existed are not checked)."""
+        if not (self.directory / str(step) / "digests").exists():
+            return
+        args = ocp.args.Composite(digests=ocp.args.JsonRestore())  # pyright: ignore[reportCallIssue]
+        saved = self.manager.restore(step, args=args)["digests"]
+        for item, tree in restored.items():
+            now = digests(tree)
+            bad = sorted(k for k in set(saved[item]) | set(now) if now.get(k) != saved[item].get(k))
+            if bad:
+                where = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
+                raise ValueError(f"its {item} does not match the digests saved with it at {where}")
 
     def _warn(self, step: int, error: Exception) -> None:
         message = str(error).splitlines()[0] if str(error) else ""
@@ -185,6 +222,7 @@ class Checkpoints:
                 )
             try:
                 restored = self.manager.restore(step, args=ocp.args.Composite(**items))
+                self._verify(step, {k: restored[k] for k in items})
                 model = from_tree(like.model, restored["model"])
                 parts = from_tree(_state_parts(like), restored["train_state"])
                 state = TrainState(model=model, **parts)
@@ -207,6 +245,7 @@ class Checkpoints:
                 else:
                     items = {"model": ocp.args.StandardRestore(_abstract_tree(like, device))}  # pyright: ignore[reportCallIssue]
                     restored = self.manager.restore(step, args=ocp.args.Composite(**items))
+                    self._verify(step, {"model": restored["model"]})
                     model = from_tree(like, restored["model"])
                 _check_finite(model)
                 return step, model

@@ -72,6 +72,17 @@ def train_command_type(
             ],
             False,
         ),
+        (
+            "allow_changes",
+            Annotated[
+                bool,
+                tyro.conf.arg(
+                    help="With --resume: accept changed optimizer settings (learning rates, "
+                    "weight decays, clipping, eps), recorded in the run's history.jsonl."
+                ),
+            ],
+            False,
+        ),
         ("progress", Annotated[bool, tyro.conf.arg(help="Show a progress bar.")], True),
         ("run", Annotated[RunConfig, tyro.conf.OmitArgPrefixes], base.run),
         ("task", Annotated[task_spec.config, tyro.conf.arg(help=task_spec.description)], base.task),
@@ -215,7 +226,7 @@ def parse_train(argv: list[str]) -> tuple[TrainConfig, Any]:
 
 
 def _train(argv: list[str]) -> int:
-    from .run import RunError, TrainingDiverged, train
+    from .run import RunError, RunInterrupted, TrainingDiverged, train
 
     try:
         config, command = parse_train(argv)
@@ -225,11 +236,23 @@ def _train(argv: list[str]) -> int:
     except ValueError as error:  # a config's own validation
         print(f"zoo train: {error}", file=sys.stderr)
         return 2
+    if command.allow_changes and not command.resume:
+        print("zoo train: --allow-changes goes with --resume.", file=sys.stderr)
+        return 2
     try:
-        out = train(config, command.out, resume=command.resume, progress=command.progress)
+        out = train(
+            config,
+            command.out,
+            resume=command.resume,
+            progress=command.progress,
+            allow_changes=command.allow_changes,
+        )
     except (RunError, TrainingDiverged) as error:
         print(f"zoo train: {error}", file=sys.stderr)
         return 1
+    except RunInterrupted as error:
+        print(f"zoo train: {error}", file=sys.stderr)
+        return 130
     print(f"run saved in {out}")
     return 0
 
@@ -256,9 +279,19 @@ class EvalCommand:
 
 
 def _eval(argv: list[str]) -> int:
+    from .lock import atomic_write_text
     from .run import RunError, build_task, evaluate_all, load
 
     command = tyro.cli(EvalCommand, args=argv, prog="zoo eval")
+    for flag, value, least in (
+        ("--inner-steps", command.inner_steps, 0),
+        ("--tasks", command.tasks, 1),
+        ("--step", command.step, 0),
+        ("--activity", command.activity, 0),
+    ):
+        if value is not None and value < least:
+            print(f"zoo eval: {flag} must be >= {least}, got {value}.", file=sys.stderr)
+            return 2
     try:
         model, config, step = load(command.directory, step=command.step)
     except RunError as error:
@@ -299,13 +332,17 @@ def _eval(argv: list[str]) -> int:
         "pools": results,
         "identification": found,
     }
-    output.write_text(json.dumps(report, indent=2) + "\n")
     names = sorted({k for v in results.values() for k in v})
     print(f"{'pool':<10}" + "".join(f"{n:>12}" for n in names) + f"   (step {step})")
     for pool, values in results.items():
         print(f"{pool:<10}" + "".join(f"{values.get(n, float('nan')):>12.4f}" for n in names))
     for name, value in found.items():
         print(f"{name:<10}{value:>12.4f}")
+    try:  # after printing: a directory that cannot take the file loses nothing shown
+        atomic_write_text(output, json.dumps(report, indent=2) + "\n")
+    except OSError as error:
+        print(f"zoo eval: could not write {output} ({error}).", file=sys.stderr)
+        return 1
     if command.activity > 0:
         import jax.random as jr
 
@@ -433,6 +470,7 @@ class SweepCommand:
 
 def _sweep(argv: list[str]) -> int:
     from .presets import get_sweep
+    from .run import RunInterrupted
     from .sweeps import run_sweep
 
     command = tyro.cli(SweepCommand, args=argv, prog="zoo sweep")
@@ -451,6 +489,9 @@ def _sweep(argv: list[str]) -> int:
     except ValueError as error:
         print(f"zoo sweep: {error}", file=sys.stderr)
         return 2
+    except RunInterrupted as error:
+        print(f"zoo sweep: {error} Run the same zoo sweep command to go on.", file=sys.stderr)
+        return 130
     print(f"sweep {command.name}: report in {command.out}")
     for failure in failures:
         print(f"  failed: {failure}", file=sys.stderr)

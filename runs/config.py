@@ -5,11 +5,24 @@ command from them at run time. Nothing here imports JAX.
 """
 
 import dataclasses
+import math
 import types
 import typing
 from typing import Any, Literal
 
 GradientMode = Literal["second-order", "first-order", "equilibrium"]
+
+
+def check_finite(config: Any, section: str) -> None:
+    """Refuse a NaN or infinite float field of `config` (NaN passes every `<` and `>` test, so
+    it would slip past the range checks and, e.g., silently turn clipping off)."""
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            flag = f"--{section}.{field.name.replace('_', '-')}"
+            raise ValueError(
+                f"{section}.{field.name} must be a finite number, got {value}; pass {flag} with a number."
+            )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +56,9 @@ class InnerConfig:
     longer and is sometimes faster on CPU."""
 
     def __post_init__(self):
+        check_finite(self, "inner")
+        if self.weight_decay < 0:
+            raise ValueError(f"inner.weight_decay must be >= 0, got {self.weight_decay}.")
         if self.steps < 0:
             raise ValueError(f"inner.steps must be >= 0, got {self.steps}; pass --inner.steps 10.")
         if self.eval_steps is not None and self.eval_steps < 0:
@@ -87,6 +103,11 @@ class OuterConfig:
     """Outer steps with non-finite gradients are skipped; this many in a row stop the run."""
 
     def __post_init__(self):
+        check_finite(self, "outer")
+        if self.weight_decay < 0:
+            raise ValueError(f"outer.weight_decay must be >= 0, got {self.weight_decay}.")
+        if self.lr_end < 0:
+            raise ValueError(f"outer.lr_end must be >= 0, got {self.lr_end}.")
         if self.lr <= 0:
             raise ValueError(f"outer.lr must be > 0, got {self.lr}; pass e.g. --outer.lr 1e-3.")
         if self.meta_batch < 1:

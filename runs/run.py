@@ -13,12 +13,16 @@ progress every so many steps.
 
 import dataclasses
 import json
+import os
+import shutil
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import equinox as eqx
+import jax
 import jax.random as jr
 import numpy as np
 from jaxtyping import PRNGKeyArray
@@ -31,6 +35,7 @@ from . import algorithms
 from .algorithms.base import AbstractAlgorithm, train_chunk
 from .checkpoint import Checkpoints, OldCheckpointError
 from .config import InnerConfig, OuterConfig, TrainConfig, from_dict, to_dict
+from .lock import LOCK_FILE, DirectoryLock, LockedError, atomic_write_text
 from .sharding import make_mesh, replicate
 from .state import TrainState
 
@@ -44,6 +49,14 @@ class RunError(ValueError):
 
 class TrainingDiverged(RuntimeError):
     """The loss became non-finite; the run stopped and kept its last good checkpoint."""
+
+
+class UnfinishedRunWarning(UserWarning):
+    """`load` read a checkpoint before the run's last step."""
+
+
+class RunInterrupted(RuntimeError):
+    """Training was interrupted (Ctrl-C); the newest state was checkpointed where it could be."""
 
 
 class Loaded(NamedTuple):
@@ -109,8 +122,9 @@ def build(config: TrainConfig) -> tuple[AbstractTask, AbstractLearner]:
 
 
 def save_config(config: TrainConfig, directory: Path) -> None:
+    """Write `config.json` whole or not at all (a temporary file renamed over it)."""
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / CONFIG_FILE).write_text(json.dumps(to_dict(config), indent=2) + "\n")
+    atomic_write_text(directory / CONFIG_FILE, json.dumps(to_dict(config), indent=2) + "\n")
 
 
 def read_config(directory: Path) -> TrainConfig:
@@ -118,7 +132,13 @@ def read_config(directory: Path) -> TrainConfig:
     path = Path(directory) / CONFIG_FILE
     if not path.is_file():
         raise RunError(f"{directory} holds no zoo run (no {CONFIG_FILE}); pass a run directory.")
-    return config_from_dict(json.loads(path.read_text()))
+    try:
+        return config_from_dict(json.loads(path.read_text()))
+    except (ValueError, TypeError, KeyError, AttributeError) as error:
+        raise RunError(
+            f"{path} cannot be read as a zoo run's config ({type(error).__name__}: {error}). "
+            "Was it edited by hand? Restore it, or start a new run in another --out."
+        ) from None
 
 
 def config_from_dict(data: dict) -> TrainConfig:
@@ -189,7 +209,30 @@ def build_algorithm(
     return spec.load()(config, task, model, mesh)
 
 
-def prepare(config: TrainConfig, out: Path, resume: bool) -> TrainConfig:
+# Settings `--resume --allow-changes` may change: optimizer scalars, which leave the shapes of
+# the state alone (what a divergence message advises lowering is among them).
+CHANGEABLE = frozenset(
+    [f"outer.{k}" for k in ("lr", "lr_end", "weight_decay", "clip", "max_nonfinite")]
+    + [f"inner.{k}" for k in ("lr", "weight_decay", "eps_root")]
+    + [
+        f"algorithm.{k}"
+        for k in (
+            "lr",
+            "adam_eps",
+            "max_grad_norm",
+            "clip_eps",
+            "value_coef",
+            "entropy_coef",
+            "max_nonfinite",
+        )
+    ]
+)
+HISTORY_FILE = "history.jsonl"
+
+
+def prepare(
+    config: TrainConfig, out: Path, resume: bool, allow_changes: bool = False
+) -> TrainConfig:
     """Check everything that can be checked before compiling; return the resolved config
     (plugins and algorithm named)."""
     config = resolve(config)
@@ -226,7 +269,41 @@ def prepare(config: TrainConfig, out: Path, resume: bool) -> TrainConfig:
         eqx.filter_eval_shape(lambda t, m: build_algorithm(config, t, m), task, model)
     except ValueError as error:
         raise RunError(str(error)) from None
-    out = Path(out)
+    _check_directory(config, Path(out), resume, task, model, allow_changes)
+    return config
+
+
+def _is_blank(out: Path) -> bool:
+    """Whether `out` holds nothing of a run: missing, empty, or only what a start killed before
+    writing `config.json` leaves (a lock file, a `checkpoints/` folder with no checkpoint)."""
+    if not out.exists():
+        return True
+    for entry in out.iterdir():
+        if entry.name == LOCK_FILE:
+            continue
+        if entry.name == "checkpoints" and entry.is_dir() and not any(entry.iterdir()):
+            continue
+        return False
+    return True
+
+
+def _check_directory(
+    config: TrainConfig, out: Path, resume: bool, task, model, allow_changes: bool = False
+) -> list[str]:
+    """`out` can take this run: blank, or (with `resume`) a run with the same settings (or,
+    with `allow_changes`, optimizer scalars of `CHANGEABLE` changed). The changes made."""
+    if out.exists() and not out.is_dir():
+        raise RunError(f"--out {out} is a file; choose a directory.")
+    if not out.exists():
+        parent = out.parent
+        while not parent.exists():
+            parent = parent.parent
+        if not parent.is_dir():
+            raise RunError(f"--out {out} lies under {parent}, which is a file; choose a directory.")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise RunError(f"--out {out}: {parent} is not writable; choose another directory.")
+    elif not os.access(out, os.W_OK | os.X_OK):
+        raise RunError(f"--out {out} is not writable; choose another directory.")
     if (out / CONFIG_FILE).exists():
         if not resume:
             raise RunError(
@@ -239,16 +316,24 @@ def prepare(config: TrainConfig, out: Path, resume: bool) -> TrainConfig:
         saved, given = to_dict(saved), to_dict(config)
         del saved["run"]["steps"], given["run"]["steps"]
         diff = _differences(saved, given)
-        if diff:
-            raise RunError(
-                f"--resume: the settings differ from the run saved in {out} (only run.steps may "
-                "change):\n  " + "\n  ".join(diff)
+        changes = [d for d in diff if d.split(":")[0] in CHANGEABLE] if allow_changes else []
+        refused = [d for d in diff if d not in changes]
+        if refused:
+            hint = (
+                f"; with --allow-changes, also {', '.join(sorted(CHANGEABLE))}"
+                if not allow_changes
+                else f" and, with --allow-changes, {', '.join(sorted(CHANGEABLE))}"
             )
-    elif out.exists() and any(out.iterdir()):
+            raise RunError(
+                f"--resume: the settings differ from the run saved in {out} (only run.steps{hint} "
+                "may change):\n  " + "\n  ".join(refused)
+            )
+        return changes
+    elif not _is_blank(out):
         raise RunError(
             f"{out} is not empty and holds no zoo run; choose a new or empty --out directory."
         )
-    return config
+    return []
 
 
 # --------------------------------------------------------------------------- metrics
@@ -256,22 +341,40 @@ def prepare(config: TrainConfig, out: Path, resume: bool) -> TrainConfig:
 
 def _write_metrics(path: Path, rows: list[dict]) -> None:
     with path.open("a") as f:
-        for row in rows:
-            f.write(json.dumps(row) + "\n")
+        f.write("".join(json.dumps(row) + "\n" for row in rows))
+        f.flush()
 
 
 def read_metrics(directory: Path) -> list[dict]:
-    """All rows of a run's `metrics.jsonl`."""
+    """All rows of a run's `metrics.jsonl`. A torn last line (a process killed, or the disk
+    full, in the middle of an append) is left out; a bad line elsewhere is an error that names
+    the file and the line."""
     path = Path(directory) / METRICS_FILE
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    text = path.read_text()
+    lines = text.split("\n")
+    rows = []
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            if i == len(lines) and not text.endswith("\n"):  # torn: the append never finished
+                break
+            raise RunError(
+                f"{path}, line {i}, is not JSON: {line[:80]!r}. Remove or mend that line."
+            ) from None
+    return rows
 
 
 def _truncate_metrics(directory: Path, step: int) -> None:
-    """Drop rows written after `step` (by a run killed after its last checkpoint)."""
+    """Drop rows written after `step` (by a run killed after its last checkpoint) and a torn
+    last line, rewriting the file atomically."""
     rows = [r for r in read_metrics(directory) if r["step"] <= step]
-    (directory / METRICS_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    atomic_write_text(directory / METRICS_FILE, text)
 
 
 def evaluate_all(
@@ -359,29 +462,63 @@ def _divergence_message(
         )
     return (
         f"The training loss became non-finite at step {bad}; the run stopped. {cause} Its last "
-        f"good checkpoint (step {last_good}) is kept in {where}."
+        f"good checkpoint (step {last_good}) is kept in {where}; to continue from it with "
+        "changed optimizer settings, run the same command with --resume --allow-changes and "
+        "the new values (e.g. --outer.lr)."
     )
 
 
 def train(
-    config: TrainConfig, out: Path | str, *, resume: bool = False, progress: bool = True
+    config: TrainConfig,
+    out: Path | str,
+    *,
+    resume: bool = False,
+    progress: bool = True,
+    allow_changes: bool = False,
 ) -> Path:
     """Train as `config` says, writing the run directory `out`.
 
     With `resume=True` an existing run in `out` continues from its newest readable checkpoint
-    (its settings must match `config`, except `run.steps`); an empty `out` starts afresh.
+    (its settings must match `config`, except `run.steps` and, with `allow_changes=True`, the
+    optimizer scalars of `CHANGEABLE`, recorded in `history.jsonl`); an empty `out` starts
+    afresh.
     Raises `RunError` before compiling anything if the settings cannot work (or if a run to
     resume has checkpoints and none of them reads: nothing is changed then), and
     `TrainingDiverged` if the loss becomes non-finite (the last good checkpoint stays).
     """
     out = Path(out)
-    config = prepare(config, out, resume)
+    config = prepare(config, out, resume, allow_changes)
+    fresh = _is_blank(out)
+    created = not out.exists()
+    try:
+        lock = DirectoryLock(out, "zoo train").acquire()
+    except LockedError as error:
+        raise RunError(str(error)) from None
+    try:
+        return _train(config, out, progress, allow_changes)
+    except BaseException:
+        if fresh and not (out / CONFIG_FILE).exists():  # nothing of a run was written
+            lock.release()
+            if created:
+                shutil.rmtree(out, ignore_errors=True)
+        raise
+    finally:
+        lock.release()
+
+
+def _train(config: TrainConfig, out: Path, progress: bool, allow_changes: bool) -> Path:
+    """`train`, its directory checked and locked."""
     task, model = build(config)
+    # Checked again under the lock: another writer may have started or finished since.
+    resuming = (out / CONFIG_FILE).exists()
+    changes = _check_directory(config, out, resuming, task, model, allow_changes)
     algorithm = build_algorithm(config, task, model)
     _, train_key, eval_key = _keys(config.run.seed)
     state = algorithm.init(task, model, train_key)
+    if not resuming:  # the config first: a directory with it is a run every command accepts
+        save_config(config, out)
     checkpoints = Checkpoints(out, keep=config.run.keep)
-    if (out / CONFIG_FILE).exists():
+    if resuming:
         if checkpoints.steps():
             try:
                 restored = checkpoints.restore(state)
@@ -395,7 +532,12 @@ def train(
                 )
             state = restored
         _truncate_metrics(out, int(state.step))
-    save_config(config, out)
+        if changes:  # recorded beside the config, which now holds the new values
+            record = {"step": int(state.step), "time": time.time(), "changes": changes}
+            with (out / HISTORY_FILE).open("a") as f:
+                f.write(json.dumps(record) + "\n")
+            print(f"--allow-changes at step {int(state.step)}: " + "; ".join(changes))
+        save_config(config, out)
     if not checkpoints.steps():
         checkpoints.save(state)
     state = replicate(state, algorithm.mesh)
@@ -403,33 +545,40 @@ def train(
     step, total = int(state.step), config.run.steps
     bar = _progress(total, step, progress)
     start = time.perf_counter()
-    rows: list[dict] = []
+    rows: list[dict] = []  # rows not yet written
+    shown: dict = {}  # the last training row, for the progress bar
     last: tuple[float, int] | None = (start, int(state.step) * _frames_per_step(config))
+    first_bad_grad, skipped = None, 0
 
     def log(step, state, metrics):
-        nonlocal last
+        nonlocal last, shown
         row = {"step": step, "pool": "train", **algorithm.summarize(metrics)}
+        if "grad_finite" in metrics:
+            row["nonfinite_skipped"] = skipped  # so far in this process
         now = time.perf_counter()
         row["time"] = now - start
         if "frames" in row and last is not None:
             row["fps"] = (row["frames"] - last[1]) / max(now - last[0], 1e-9)
         last = (now, row.get("frames", 0))
         rows.append(row)
+        shown = row
 
     def evaluation(step, state, metrics):
         for pool, values in algorithm.evaluate(task, state.model, eval_key, config.eval).items():
             rows.append({"step": step, "pool": pool, **values})
 
     def write(step, state, metrics):
+        # Before the checkpoint of the same step: a run is finished only once its final
+        # checkpoint is committed, and a resume drops rows past its checkpoint.
         _write_metrics(out / METRICS_FILE, rows)
+        rows.clear()
 
     def checkpoint(step, state, metrics):
         checkpoints.save(state)
 
     def show(step, state, metrics):
         bar.update(step - bar.n)
-        bar.set_postfix(_postfix(rows[0]))
-        rows.clear()
+        bar.set_postfix(_postfix(shown))
 
     hooks: list[tuple[Hook, int]] = [
         (log, 1),
@@ -440,13 +589,14 @@ def train(
     ]
     last_good = checkpoints.steps()[-1]
     per_call = config.run.steps_per_call
-    first_bad_grad, skipped = None, 0
+    in_flight, pending = 0, None  # a chunk dispatched whose hooks have not run
     try:
         while step < total:
             # Chunks end on multiples of steps_per_call, so a resumed run splits alike.
             length = min(per_call - step % per_call, total - step)
-            state, metrics = train_chunk(algorithm, task, state, length)
-            metrics = {k: np.asarray(v) for k, v in metrics.items()}
+            state, pending = train_chunk(algorithm, task, state, length)
+            in_flight = length
+            metrics = {k: np.asarray(v) for k, v in pending.items()}
             finite = np.isfinite(metrics["loss"])
             # Steps up to the first non-finite loss (all of them if there is none).
             upto = length if finite.all() else int(np.argmin(finite))
@@ -456,6 +606,7 @@ def train(
                     first_bad_grad = step + int(bad_grads[0])
                 skipped += int(bad_grads.size)
             if not finite.all():
+                in_flight = 0
                 bad = step + upto
                 raise TrainingDiverged(
                     _divergence_message(
@@ -463,14 +614,43 @@ def train(
                     )
                 )
             step += length
+            in_flight = 0
             for hook, every in hooks:
                 if _due(step, every, total):
                     hook(step, state, metrics)
             if _due(step, config.run.checkpoint_every, total):
                 last_good = step
+    except KeyboardInterrupt:
+        bar.close()
+        saved = _save_interrupted(state, step, in_flight, pending, log, checkpoints)
+        if rows:
+            _write_metrics(out / METRICS_FILE, rows)
+        at = saved if saved is not None else checkpoints.steps()[-1]
+        raise RunInterrupted(
+            f"Interrupted at step {at} of {total}: its checkpoint is saved in {out}. "
+            f"Continue with --resume (the same flags)."
+        ) from None
     finally:
         bar.close()
     return out
+
+
+def _save_interrupted(state, step, in_flight, pending, log, checkpoints) -> int | None:
+    """On Ctrl-C: finish the chunk in flight (if its state survived), log it and save a
+    checkpoint of the newest state; the step saved, or None if none could be."""
+    try:
+        jax.block_until_ready(state)
+        if in_flight:
+            metrics = {k: np.asarray(v) for k, v in pending.items()}
+            if not np.isfinite(metrics["loss"]).all():
+                return None
+            step += in_flight
+            log(step, state, metrics)
+        if step not in checkpoints.steps():
+            checkpoints.save(state)
+        return step
+    except (RuntimeError, ValueError):  # the state was donated to a chunk that never ran
+        return None
 
 
 def _frames_per_step(config: TrainConfig) -> int:
@@ -507,13 +687,23 @@ def load(directory: Path | str, step: int | None = None) -> Loaded:
     directory = Path(directory)
     config = read_config(directory)
     _, model = eqx.filter_eval_shape(build, config)
-    checkpoints = Checkpoints(directory, keep=config.run.keep)
+    if not (directory / "checkpoints").is_dir():
+        raise RunError(f"{directory} has no checkpoints/ folder: the run saved no checkpoint.")
+    checkpoints = Checkpoints(directory, keep=config.run.keep, read_only=True)
     if step is not None and step not in checkpoints.steps():
         raise RunError(
             f"No checkpoint at step {step} in {directory}; there are {checkpoints.steps()}."
         )
-    restored = checkpoints.restore_model(model, at=step)
+    at = step
+    restored = checkpoints.restore_model(model, at=at)
     if restored is None:
         raise RunError(f"{directory} has no readable checkpoint.")
     step, model = restored
+    if at is None and step < config.run.steps:
+        warnings.warn(
+            f"{directory}: loaded the checkpoint of step {step}; the run was set to "
+            f"{config.run.steps} steps and has no readable checkpoint of a later step.",
+            UnfinishedRunWarning,
+            stacklevel=2,
+        )
     return Loaded(model, config, step)

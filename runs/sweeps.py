@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import TrainConfig, to_dict
+from .lock import DirectoryLock, LockedError, atomic_write_text
 
 SWEEP_FILE = "sweep.json"
 
@@ -88,9 +89,11 @@ def _with_seed(
 
 
 def _finished(directory: Path, steps: int) -> bool:
+    """A run is finished once its final checkpoint is committed (Orbax renames a step's folder
+    into place last) and its final evaluation is written."""
     from .run import read_metrics
 
-    if not (directory / "metrics.jsonl").exists():
+    if not (directory / "checkpoints" / str(steps)).is_dir():
         return False
     return any(row["step"] == steps and row["pool"] != "train" for row in read_metrics(directory))
 
@@ -135,17 +138,32 @@ def run_sweep(
 
     With `jobs > 1` that many runs train at once, each in a process of its own pinned to its
     share of the CPU cores (its output goes to `out/logs/<label>-seed_<k>.log`); the numbers are
-    those of the same runs trained one after another."""
-    from .run import RunError, TrainingDiverged, train
+    those of the same runs trained one after another. One sweep at a time writes `out` (a
+    second is refused, naming the first)."""
+    from .run import RunError
 
     if jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {jobs}.")
-    out.mkdir(parents=True, exist_ok=True)
+    if steps is not None and steps < 1:
+        raise ValueError(f"--steps must be at least 1, got {steps}.")
     todo = [item for item in plan(sweep, seeds, steps) if not only or item[0].label in only]
     if only and not todo:
         labels = ", ".join(r.label for r in sweep.runs)
         raise ValueError(f"--only {' '.join(only)} matches no run of {name}; its runs: {labels}.")
     validate(sweep, seeds, steps)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file; choose a directory.")
+    try:
+        with DirectoryLock(out, "zoo sweep"):
+            return _run_sweep(sweep, name, out, todo, seeds, steps, progress, jobs)
+    except LockedError as error:
+        raise RunError(str(error)) from None
+
+
+def _run_sweep(sweep, name, out, todo, seeds, steps, progress, jobs) -> list[str]:
+    """`run_sweep`, its directory locked."""
+    from .run import RunError, TrainingDiverged, train
+
     _write_sweep_file(out, name, sweep, seeds, steps)
     pending: list[_Pending] = []
     for i, (run, seed, config) in enumerate(todo, 1):
@@ -286,7 +304,7 @@ def _write_sweep_file(
             )
         seeds_all = sorted(set(old["seeds"]) | set(record["seeds"]))
         record["seeds"] = seeds_all
-    path.write_text(json.dumps(record, indent=2) + "\n")
+    atomic_write_text(path, json.dumps(record, indent=2) + "\n")
 
 
 # --------------------------------------------------------------------------- reporting

@@ -3,6 +3,7 @@ and the errors raised before anything is compiled."""
 
 import dataclasses
 import hashlib
+import json
 import os
 import pathlib
 import shutil
@@ -14,6 +15,7 @@ import warnings
 
 import equinox as eqx
 import jax.numpy as jnp
+import jax.random as jr
 import jax.tree_util as jtu
 import numpy as np
 import pytest
@@ -55,14 +57,15 @@ def _rows(directory: pathlib.Path) -> list[dict]:
 
 
 def _snapshot(directory: pathlib.Path) -> dict[str, tuple[int, str]]:
-    """Modification time and content hash of every file under `directory`."""
+    """Modification time and content hash of every file under `directory` but the writer's
+    lock file (which names whoever last held it)."""
     return {
         str(p.relative_to(directory)): (
             p.stat().st_mtime_ns,
             hashlib.sha1(p.read_bytes()).hexdigest(),
         )
         for p in sorted(directory.rglob("*"))
-        if p.is_file()
+        if p.is_file() and p.name != ".lock"
     }
 
 
@@ -456,3 +459,208 @@ def test_divergence_after_skipped_gradients_names_the_cause(
     assert "gradient became non-finite first, at step 2" in message
     assert "2 step(s) before it had a non-finite gradient" in message
     assert "--inner.eps-root" in message and "last good checkpoint (step 4)" in message
+
+
+# ------------------------------------------------------------- integrity (issue 21)
+
+
+def test_a_silently_corrupted_checkpoint_is_rejected(tmp_path: pathlib.Path):
+    """64 bytes XOR-ed into the data file of an 8,192-value array (same size): Orbax reads
+    it back without an error, the digests saved with the checkpoint catch it, and the
+    previous checkpoint is used."""
+    from runs.state import TrainState
+
+    w = jnp.asarray(np.random.default_rng(0).normal(size=8192), jnp.float32)
+    checkpoints = Checkpoints(tmp_path)
+    for step in (1, 2):
+        checkpoints.save(
+            TrainState(step=jnp.asarray(step), model={"w": w * step}, opt_state=(), key=jr.key(0))
+        )
+    data = [p for p in (tmp_path / "checkpoints" / "2" / "model").rglob("*") if p.is_file()]
+    biggest = max(data, key=lambda p: p.stat().st_size)
+    raw = bytearray(biggest.read_bytes())
+    middle = len(raw) // 2
+    raw[middle : middle + 64] = bytes(b ^ 0x5A for b in raw[middle : middle + 64])
+    biggest.write_bytes(bytes(raw))
+    with pytest.warns(CheckpointWarning, match="step 2 .* do(es)? not match the digests"):
+        step, model = Checkpoints(tmp_path).restore_model({"w": w})
+    assert step == 1
+    np.testing.assert_array_equal(model["w"], w)
+
+
+def test_digests_are_saved_with_every_checkpoint(run_a: pathlib.Path):
+    from runs.checkpoint import digests, to_tree
+
+    for step in Checkpoints(run_a).steps():
+        assert (run_a / "checkpoints" / str(step) / "digests").is_dir()
+    import orbax.checkpoint as ocp
+
+    args = ocp.args.Composite(digests=ocp.args.JsonRestore())  # pyright: ignore[reportCallIssue]
+    saved = Checkpoints(run_a).manager.restore(STEPS, args=args)["digests"]
+    assert saved["model"] == digests(to_tree(load(run_a).model))
+
+
+def test_a_second_writer_is_refused(tmp_path: pathlib.Path, no_training: None):
+    from runs.lock import DirectoryLock
+
+    out = tmp_path / "locked"
+    with DirectoryLock(out, "zoo train"):
+        with pytest.raises(RunError, match=rf"process {os.getpid()} .*zoo train"):
+            train(CONFIG, out, progress=False)
+        assert [p.name for p in out.iterdir()] == [".lock"]
+    # Released with its holder: the lock file alone does not block the next writer.
+    with DirectoryLock(out, "zoo train"):
+        pass
+
+
+def test_the_lock_is_released_when_its_holder_dies(tmp_path: pathlib.Path):
+    out = tmp_path / "dead"
+    code = "import sys, os; from runs.lock import DirectoryLock; DirectoryLock(sys.argv[1], 'x').acquire(); os._exit(0)"
+    subprocess.run([sys.executable, "-c", code, str(out)], check=True, env=_env())
+    from runs.lock import DirectoryLock
+
+    with DirectoryLock(out, "zoo train"):
+        assert (out / ".lock").is_file()
+
+
+def test_a_torn_last_metrics_line_is_tolerated_and_repaired(
+    run_a: pathlib.Path, tmp_path: pathlib.Path
+):
+    out = tmp_path / "torn"
+    shutil.copytree(run_a, out)
+    whole = (out / "metrics.jsonl").read_text()
+    (out / "metrics.jsonl").write_text(whole + '{"step": 8, "pool": "tr')
+    assert _rows(out) == _rows(run_a)
+    train(CONFIG, out, resume=True, progress=False)  # finished: only the repair happens
+    assert (out / "metrics.jsonl").read_text() == whole
+    (out / "metrics.jsonl").write_text('{"step": 2, "po\n' + whole)
+    with pytest.raises(RunError, match="line 1, is not JSON"):
+        runs.run.read_metrics(out)
+
+
+def test_a_run_is_finished_when_its_final_checkpoint_is(
+    run_a: pathlib.Path, tmp_path: pathlib.Path
+):
+    """Killed between the final metrics rows and the final checkpoint: the sweep does not
+    count it finished, `load` says which step it read, and a resume completes it."""
+    from runs.run import UnfinishedRunWarning
+    from runs.sweeps import _finished
+
+    assert _finished(run_a, STEPS)
+    out = tmp_path / "no-final-checkpoint"
+    shutil.copytree(run_a, out)
+    shutil.rmtree(out / "checkpoints" / str(STEPS))
+    assert not _finished(out, STEPS)
+    with pytest.warns(UnfinishedRunWarning, match=rf"step {STEPS - 2}; the run was set to {STEPS}"):
+        assert load(out).step == STEPS - 2
+    train(CONFIG, out, resume=True, progress=False)
+    assert _finished(out, STEPS)
+    assert _rows(out) == _rows(run_a)
+
+
+def test_a_start_killed_before_its_config_is_adopted(tmp_path: pathlib.Path, no_training: None):
+    """What a start killed early leaves (an empty `checkpoints/`, a lock file) does not block
+    the next start; the config is written before anything else."""
+    out = tmp_path / "half"
+    (out / "checkpoints").mkdir(parents=True)
+    (out / ".lock").write_text("")
+    with pytest.raises(AssertionError, match="before its settings were checked"):
+        train(CONFIG, out, progress=False)  # gets past every check to the checkpoints
+    assert read_config(out) == SAVED
+
+
+@pytest.mark.parametrize("where", ["file", "under-file"])
+def test_an_out_that_cannot_be_a_directory(tmp_path: pathlib.Path, where: str, no_training):
+    (tmp_path / "f").write_text("x")
+    out = tmp_path / "f" if where == "file" else tmp_path / "f" / "run"
+    with pytest.raises(RunError, match="is a file"):
+        train(CONFIG, out, progress=False)
+    assert (tmp_path / "f").read_text() == "x"
+
+
+def test_a_hand_edited_config_is_named(run_a: pathlib.Path, tmp_path: pathlib.Path):
+    out = tmp_path / "edited"
+    shutil.copytree(run_a, out)
+    (out / "config.json").write_text((out / "config.json").read_text()[:-20])
+    with pytest.raises(RunError, match=r"config.json cannot be read"):
+        load(out)
+
+
+def test_ctrl_c_saves_the_newest_state_and_resumes_exactly(
+    run_a: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Ctrl-C while the second chunk computes: that chunk is finished, logged and saved, the
+    run stops with `RunInterrupted`, and `--resume` ends exactly where the straight run did."""
+    from runs.run import RunInterrupted
+
+    real, calls = runs.run.train_chunk, []
+
+    class Pending(dict):
+        interrupted = False
+
+        def items(self):  # the first host read of the chunk's metrics is interrupted
+            if not Pending.interrupted:
+                Pending.interrupted = True
+                raise KeyboardInterrupt
+            return super().items()
+
+    def interrupted(*args, **kwargs):
+        state, metrics = real(*args, **kwargs)
+        calls.append(None)
+        return state, (Pending(metrics) if len(calls) == 2 else metrics)
+
+    monkeypatch.setattr(runs.run, "train_chunk", interrupted)
+    out = tmp_path / "interrupted"
+    with pytest.raises(RunInterrupted, match="Interrupted at step 4 of 6"):
+        train(CONFIG, out, progress=False)
+    assert Checkpoints(out).steps() == [0, 2, 4]
+    assert [r["step"] for r in runs.run.read_metrics(out)] == [2, 4]
+    monkeypatch.setattr(runs.run, "train_chunk", real)
+    train(CONFIG, out, resume=True, progress=False)
+    _assert_same_arrays(load(out).model, load(run_a).model)
+    assert _rows(out) == _rows(run_a)
+
+
+def test_load_writes_nothing(run_a: pathlib.Path, tmp_path: pathlib.Path):
+    out = tmp_path / "read-only"
+    shutil.copytree(run_a, out)
+    before = {str(p.relative_to(out)) for p in out.rglob("*")}, _snapshot(out)
+    load(out)
+    load(out, step=2)
+    assert ({str(p.relative_to(out)) for p in out.rglob("*")}, _snapshot(out)) == before
+
+
+@pytest.mark.parametrize(
+    "flags", [["--tasks", "0"], ["--inner-steps", "-1"], ["--step", "-2"]], ids=str
+)
+def test_zoo_eval_refuses_bad_numbers_before_loading(
+    run_a: pathlib.Path, flags: list[str], capsys: pytest.CaptureFixture
+):
+    from runs.cli import main
+
+    before = _snapshot(run_a)
+    assert main(["eval", str(run_a), *flags]) == 2
+    assert f"{flags[0]} must be >=" in capsys.readouterr().err
+    assert _snapshot(run_a) == before
+
+
+def test_resume_with_changed_optimizer_settings_when_asked(
+    run_a: pathlib.Path, tmp_path: pathlib.Path
+):
+    """The divergence advice can be followed: `--resume --allow-changes` accepts a lower
+    learning rate (recorded in history.jsonl and config.json), never a change of shapes."""
+    out = tmp_path / "changed"
+    shutil.copytree(run_a, out)
+    lower = dataclasses.replace(CONFIG, outer=dataclasses.replace(CONFIG.outer, lr=1e-3))
+    with pytest.raises(RunError, match=r"with --allow-changes, also .*outer\.lr"):
+        train(lower, out, resume=True, progress=False)
+    wider = dataclasses.replace(lower, outer=dataclasses.replace(lower.outer, meta_batch=8))
+    with pytest.raises(RunError, match=r"outer\.meta_batch"):
+        train(wider, out, resume=True, progress=False, allow_changes=True)
+    assert not (out / "history.jsonl").exists()
+    train(lower, out, resume=True, progress=False, allow_changes=True)  # finished: no step
+    assert read_config(out).outer.lr == 1e-3
+    history = [json.loads(line) for line in (out / "history.jsonl").read_text().splitlines()]
+    assert history[0]["step"] == STEPS and history[0]["changes"] == [
+        "outer.lr: saved 0.01, given 0.001"
+    ]

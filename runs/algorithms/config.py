@@ -3,6 +3,8 @@
 
 import dataclasses
 
+from ..config import check_finite
+
 
 @dataclasses.dataclass(frozen=True)
 class BilevelConfig:
@@ -66,6 +68,18 @@ class PPOConfig:
     """Updates with non-finite gradients are skipped; this many in a row stop the run."""
 
     def __post_init__(self):
+        check_finite(self, "algorithm")
+        for name in ("lr", "adam_eps", "reward_scale", "slow_lr_factor"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"algorithm.{name} must be > 0, got {getattr(self, name)}.")
+        for name in ("max_grad_norm", "clip_eps", "value_coef", "entropy_coef"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"algorithm.{name} must be >= 0, got {getattr(self, name)}.")
+        if not (0 <= self.gamma <= 1 and 0 <= self.lam <= 1):
+            raise ValueError(
+                f"algorithm.gamma and algorithm.lam must be in [0, 1], got {self.gamma} and "
+                f"{self.lam}."
+            )
         for name in ("envs", "frames", "recurrence", "minibatch", "epochs", "max_nonfinite"):
             if getattr(self, name) < 1:
                 raise ValueError(f"algorithm.{name} must be >= 1, got {getattr(self, name)}.")
