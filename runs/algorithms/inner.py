@@ -7,6 +7,7 @@ minibatch size, and how gradients flow back through it (the adjoint, after Diffr
 """
 
 import abc
+import dataclasses
 
 import equinox as eqx
 import jax
@@ -126,7 +127,7 @@ class InnerLoop(eqx.Module):
 
     def with_steps(self, steps: int) -> "InnerLoop":
         """The same loop with `steps` steps."""
-        return eqx.tree_at(lambda loop: loop.steps, self, steps)
+        return dataclasses.replace(self, steps=steps)  # a static field: not `eqx.tree_at`
 
     def adapt(
         self,
