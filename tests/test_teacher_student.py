@@ -354,6 +354,24 @@ def test_student_init_scales_are_the_authors():
     assert jnp.abs(wide.code).max() > 2.5  # a plain normal, not truncated
 
 
+def test_teacher_student_presets_draw_fresh_inputs_at_every_inner_step():
+    """Paper size: a support of steps x batch inputs read in sequential minibatches (256
+    fresh inputs at each of 300 inner steps); CPU scale: one fixed support used whole."""
+    from runs.presets import get_preset
+
+    for dist in ("discrete", "continuous"):
+        for support in ("connected", "disconnected"):
+            name = f"schug2024/teacher-student-{dist}-{support}"
+            paper = get_preset(name)
+            assert paper.inner.minibatches == "sequential"
+            assert (paper.inner.steps, paper.inner.batch) == (300, 256)
+            assert paper.task.shots_support == 300 * 256
+            assert paper.task.shots_query == 256
+            cpu = get_preset(f"{name}-cpu")
+            assert (cpu.inner.minibatches, cpu.inner.batch) == ("random", 0)
+            assert cpu.task.shots_support == 128
+
+
 def test_student_deterministic_init():
     a = ShallowHypernet(3, 2, hidden=4, num_modules=6, key=jax.random.key(0))
     b = ShallowHypernet(3, 2, hidden=4, num_modules=6, key=jax.random.key(0))
