@@ -11,6 +11,7 @@ import typing
 from typing import Any, Literal
 
 GradientMode = Literal["second-order", "first-order", "equilibrium"]
+Minibatches = Literal["random", "sequential"]
 
 
 def check_finite(config: Any, section: str) -> None:
@@ -45,8 +46,16 @@ class InnerConfig:
     its second-order terms (`first-order`), or treat the adapted fast leaves as constants
     (`equilibrium`: the stop-gradient mode of Schug et al. Section 2 / C.1.3)."""
     batch: int = 0
-    """Support examples per inner step: a fresh random subset of the support set at every step
-    (as the reference's ANIL); 0 uses the whole support set."""
+    """Support examples per inner step, drawn as `minibatches` says; 0 uses the whole support
+    set at every step."""
+    minibatches: Minibatches = "random"
+    """How the inner steps draw their `batch` examples: `random`, a fresh random subset of the
+    support set at every step (as the reference's ANIL); `sequential`, consecutive,
+    non-overlapping slices in order (step `i` takes examples `i * batch` to `(i + 1) * batch -
+    1`), so the support must hold `steps * batch` examples. With a task that draws i.i.d.
+    support inputs and a support of `steps * batch` examples, `sequential` gives every inner
+    step fresh inputs: the infinite-data regime of Schug et al.'s teacher-student code (256
+    fresh inputs at each of 300 inner steps)."""
     eval_steps: int | None = None
     """Inner steps at evaluation (default: as in training)."""
     remat: bool = False
@@ -72,6 +81,15 @@ class InnerConfig:
         if self.batch < 0:
             raise ValueError(
                 f"inner.batch must be >= 0 (0 = the whole support set), got {self.batch}."
+            )
+        if self.minibatches not in ("random", "sequential"):
+            raise ValueError(
+                f"inner.minibatches={self.minibatches!r} is unknown; use 'random' or 'sequential'."
+            )
+        if self.minibatches == "sequential" and not self.batch:
+            raise ValueError(
+                "inner.minibatches='sequential' slices the support set into minibatches of "
+                "inner.batch examples; set --inner.batch (e.g. 256)."
             )
 
 

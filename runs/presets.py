@@ -13,8 +13,10 @@ shots, meta-batch 128, 200k second-order outer steps. Learners (REFERENCE_FACTS 
 
 `schug2024/teacher-student-*` follow Appendix C.1 with the reference code's settings: teacher
 16 -> 16 -> 4 with M=6 modules, student with twice the hidden units and modules, equilibrium
-(stop-gradient) training with 300 inner Adam steps at lr 3e-3, outer AdamW 1e-3 with cosine
-decay to 1e-6, meta-batch 64, 256 inputs, 60k steps.
+(stop-gradient) training with 300 inner Adam steps at lr 3e-3 on 256 fresh inputs each (a
+support of 300 x 256 inputs read in sequential minibatches), outer AdamW 1e-3 with cosine
+decay to 1e-6, meta-batch 64, 256 query inputs, 60k steps. Their `-cpu` versions keep a
+smaller regime: one fixed support of 128 inputs used whole at each of 100 inner steps.
 
 `schug2024/{preferences,goals}-{split}-{learner}` are the grid worlds of Section 4.2-4.3 (Fig. 4)
 at the settings of the authors' configs (schug_gridworlds.md A3; `GRID_LEARNERS` below):
@@ -182,13 +184,31 @@ for _split, _text in _SPLITS.items():
 # --------------------------------------------------------------------------- teacher-student
 
 
+TEACHER_STUDENT_INNER_STEPS = 300
+TEACHER_STUDENT_INNER_BATCH = 256
+"""The authors' inner loop: 300 Adam steps, each on 256 fresh inputs."""
+
+
 def _teacher_student(distribution: str, support: str) -> TrainConfig:
+    steps, batch = TEACHER_STUDENT_INNER_STEPS, TEACHER_STUDENT_INNER_BATCH
     return TrainConfig(
-        task=TeacherStudentConfig(distribution=distribution, support=support),  # pyright: ignore[reportArgumentType]
+        task=TeacherStudentConfig(
+            distribution=distribution,  # pyright: ignore[reportArgumentType]
+            support=support,  # pyright: ignore[reportArgumentType]
+            shots_support=steps * batch,  # fresh inputs at every inner step
+            shots_query=256,
+        ),
         model=ShallowHypernetConfig(hidden=32, num_modules=12),
         task_name="teacher-student",
         model_name="shallow-hypernet",
-        inner=InnerConfig(steps=300, lr=3e-3, weight_decay=0.0, mode="equilibrium"),
+        inner=InnerConfig(
+            steps=steps,
+            lr=3e-3,
+            weight_decay=0.0,
+            mode="equilibrium",
+            batch=batch,
+            minibatches="sequential",
+        ),
         outer=OuterConfig(
             lr=1e-3, weight_decay=0.0, clip=0.0, schedule="cosine", lr_end=1e-6, meta_batch=64
         ),
@@ -198,10 +218,12 @@ def _teacher_student(distribution: str, support: str) -> TrainConfig:
 
 
 def _teacher_student_cpu(config: TrainConfig, steps: int = 12_000) -> TrainConfig:
+    """CPU scale: one fixed support of 128 inputs, used whole at each of 100 inner steps (not
+    fresh inputs per step), meta-batch 32, 12k steps."""
     return dataclasses.replace(
         config,
         task=dataclasses.replace(config.task, shots_support=128, shots_query=128),
-        inner=dataclasses.replace(config.inner, steps=100, lr=1e-2),
+        inner=dataclasses.replace(config.inner, steps=100, lr=1e-2, batch=0, minibatches="random"),
         outer=dataclasses.replace(config.outer, lr=3e-3, meta_batch=32),
         eval=EvalConfig(every=1000, tasks=128, batch=64),
         run=RunConfig(steps=steps, steps_per_call=100, checkpoint_every=1000),
@@ -216,7 +238,8 @@ for _dist in ("discrete", "continuous"):
             _teacher_student(_dist, _support),
         )
         PRESETS[f"{_name}-cpu"] = (
-            "the same at CPU scale (100 inner steps, meta-batch 32, 128 inputs, 12k steps)",
+            "the same at CPU scale (100 inner steps on one fixed support of 128 inputs, "
+            "meta-batch 32, 12k steps)",
             _teacher_student_cpu(_teacher_student(_dist, _support)),
         )
 

@@ -143,15 +143,19 @@ class TeacherStudentConfig:
     out_features: int = 4
     """Output size."""
     distribution: TeacherStudentDistribution = "discrete"
-    """'discrete': unit-norm many-hot codes; 'continuous': random simplex weights on the
-    active modules, shifted into [0.5, 1] (Algorithm 1)."""
+    """Codes of the training tasks: 'discrete', unit-norm many-hot codes; 'continuous', random
+    weights in [0.5, 1) on the active modules (the authors' code; Algorithm 1 up to a `+ 1`,
+    see `tasks.teacher_student.continuous_code`). The evaluation pools other than 'test'
+    always draw continuous codes, as the authors' evaluation."""
     support: TeacherStudentSupport = "connected"
     """Training masks (Table A9): 'connected' = ring of neighbouring pairs, 'disconnected' =
     all pairs within each half of the modules (two cliques); the discrete distribution adds
     the one-hots to both. 'connected-triples', 'disconnected-one-hots' and
     'disconnected-triples' are the other continuous supports of Table A9."""
     shots_support: int = 256
-    """Inputs per support set."""
+    """Inputs per support set. For the authors' fresh inputs at every inner step, `inner
+    steps x inner batch` (300 x 256 in the paper-size presets) with `--inner.minibatches
+    sequential`."""
     shots_query: int = 256
     """Inputs per query set."""
     eval_h: tuple[int, ...] = (1, 2, 3)

@@ -6,18 +6,28 @@ layer is a linear combination of M modules weighted by the task code `z`:
     y = relu(x @ (sum_m z[m] * modules[m]) / sqrt(in)) @ readout
 
 A task is a code `z` drawn on a binary *mask* (which modules are active); the training masks
-are the *support* (Table A9 of the paper). Details follow `shared/REFERENCE_FACTS.md` (the
-authors' code), section "Multi-task teacher-student", where it differs from the paper:
+are the *support* (Table A9 of the paper). Details follow the authors' code (`run_theory.py`
+of smonsays/modular-hyperteacher; `shared/REFERENCE_FACTS.md`, "Multi-task teacher-student"
+and "Corrections and additions (turn 2)") where it differs from the paper:
 
-- Teacher: modules `[M, in, hidden]` truncated normal (two standard deviations) with std 1,
-  readout `[hidden, out]` truncated normal with std `1/sqrt(hidden)`, no biases; the layer is
-  NTK-style, `relu(x @ W / sqrt(in))`. Defaults 16 -> 16 -> 4 with M = 6.
+- Teacher: modules `[M, in, hidden]` and readout `[hidden, out]` drawn as haiku's default
+  `hk.Linear` weights, which the authors' teacher is made of: a truncated normal cut at two
+  standard deviations of its parameter `sigma = 1/sqrt(fan_in)`, *not* rescaled afterwards, so
+  the realized standard deviation is `0.8796 * sigma` (see `truncated_normal`). The fan-in of
+  the modules is M (the authors generate the layer as `Linear(M -> in * hidden)` of the code),
+  so `sigma = 1/sqrt(M)`; of the readout, `hidden`. No biases; the layer is NTK-style,
+  `relu(x @ W / sqrt(in))`. Defaults 16 -> 16 -> 4 with M = 6.
 - Inputs `x ~ U[-sqrt(3), sqrt(3)]^in` (zero mean, unit variance); targets are the teacher's
   outputs (noiseless regression). Support and query sets are independent inputs of one task.
-- Codes (see `code_from_mask`): 'discrete' = `mask / ||mask||`; 'continuous' (Algorithm 1) =
-  `(p + mask) / 2` with `p` uniform on the simplex of the active modules (M exponential(1)
-  draws, zeroed off the mask, normalized to sum 1), so active entries lie in [0.5, 1] and
-  inactive entries are 0.
+  The authors draw 256 fresh inputs at every inner step: with `shots_support = steps * batch`
+  and the inner loop's `sequential` minibatches (`runs.config.InnerConfig.minibatches`) every
+  step reads its own fresh slice of the support set.
+- Codes (see `code_from_mask`): 'discrete' = `mask / ||mask||`; 'continuous' follows the
+  authors' code, not Algorithm 1: M exponential(1) draws `e`, zeroed off the mask, divided by
+  *their sum plus one* (`w = e / (sum(e) + 1)`, Algorithm 1 divides by the sum alone), then
+  `z = (w + 1) / 2` on the mask, so active entries lie in [0.5, 1) and inactive ones are 0.
+- Codes of the pools other than "train" and "test" ("ood" and "h_{h}") are continuous
+  whatever `distribution` says, as in the authors' evaluation; "test" draws codes as "train".
 - Supports (see `support_masks`), given for M = 6 by Table A9 and generalized to any even
   M >= 4 (halves: `{0..M/2-1}` and `{M/2..M-1}`):
     - 'connected': the ring of neighbouring pairs `{i, i+1 mod M}`;
@@ -178,12 +188,17 @@ def discrete_code(mask: Float[Array, " m"]) -> Float[Array, " m"]:
 
 
 def continuous_code(key: PRNGKeyArray, mask: Float[Array, " m"]) -> Float[Array, " m"]:
-    """A random code on a 0/1 mask (Algorithm 1): M exponential(1) draws, zeroed where the mask
-    is 0, normalized to sum 1 (uniform on the simplex of the active modules), plus the mask,
-    times 1/2. Active entries lie in [0.5, 1], inactive entries are 0."""
+    """A random code on a 0/1 mask, as the authors' code draws it: M exponential(1) draws,
+    zeroed where the mask is 0, divided by their sum plus one (`w = e / (sum(e) + 1)`), then
+    `(w + 1) / 2` on the mask. Active entries lie in [0.5, 1), inactive entries are 0.
+
+    Algorithm 1 of the paper divides by the sum alone (uniform on the simplex of the active
+    modules, active entries summing to `(1 + h) / 2`); the `+ 1` of the code makes the active
+    entries sum to `h / 2 + S / (2 (S + 1))` with `S` the sum of the draws, a little less."""
     mask = jnp.asarray(mask, jnp.float32)
     e = jax.random.exponential(key, mask.shape) * mask
-    return 0.5 * (e / e.sum() + mask)
+    w = e / (e.sum() + 1.0)
+    return 0.5 * (w + 1.0) * mask
 
 
 def code_from_mask(
@@ -200,11 +215,14 @@ def code_from_mask(
 # --------------------------------------------------------------------------------------------
 
 
-def _truncated_normal(key: PRNGKeyArray, shape: tuple[int, ...], std: float) -> Array:
-    """Normal samples truncated to two standard deviations, rescaled to std `std` (haiku's
-    `TruncatedNormal`; the same as `zoo.linear_hypernet.truncated_normal`)."""
-    unscaled_std = 0.87962566103423978  # std of a standard normal truncated to [-2, 2]
-    return jax.random.truncated_normal(key, -2.0, 2.0, shape) * (std / unscaled_std)
+def truncated_normal(key: PRNGKeyArray, shape: tuple[int, ...], sigma: float) -> Array:
+    """`sigma` times a standard normal truncated to [-2, 2]: haiku's `TruncatedNormal(sigma)`,
+    the default initializer of `hk.Linear` (with `sigma = 1/sqrt(fan_in)`), which the authors'
+    teacher and student are made of. Haiku does not rescale it, so the standard deviation is
+    `0.8796 * sigma` and every entry lies within `2 * sigma`. (The same formula is
+    `zoo.shallow_hypernet.truncated_normal`; `zoo.linear_hypernet.truncated_normal`, used by the
+    other learners, rescales to a standard deviation of exactly `sigma`.)"""
+    return sigma * jax.random.truncated_normal(key, -2.0, 2.0, shape)
 
 
 class TeacherStudent(AbstractTask):
@@ -216,9 +234,9 @@ class TeacherStudent(AbstractTask):
 
     config: TeacherStudentConfig = eqx.field(static=True)
     module_weights: Float[Array, "m d_in hidden"]
-    """The teacher's modules, truncated normal with std 1."""
+    """The teacher's modules, `truncated_normal` with `sigma = 1/sqrt(M)`."""
     readout: Float[Array, "hidden d_out"]
-    """The teacher's shared readout, truncated normal with std `1/sqrt(hidden)`."""
+    """The teacher's shared readout, `truncated_normal` with `sigma = 1/sqrt(hidden)`."""
     masks: dict[str, Float[Array, "n m"]]
     """Per pool, its 0/1 masks as float32 (see `pool_masks`)."""
 
@@ -264,13 +282,17 @@ class TeacherStudent(AbstractTask):
         """Draw a mask uniformly from `pool`, a code on it and i.i.d. support and query inputs
         `U[-sqrt(3), sqrt(3)]`, labelled by the teacher.
 
-        `pool` is a static Python string. `latent` is the code `[M]`; support and query are
-        `x: [shots, in]`, `y: [shots, out]`.
+        `pool` is a static Python string. "train" and "test" draw codes as
+        `config.distribution` says, the other pools continuous codes (as the authors'
+        evaluation). `latent` is the code `[M]`; support and query are `x: [shots, in]`,
+        `y: [shots, out]`.
         """
         masks = self._pool_array(pool)
         k_mask, k_code, k_support, k_query = jax.random.split(key, 4)
         mask = masks[jax.random.randint(k_mask, (), 0, masks.shape[0])]
-        code = code_from_mask(k_code, mask, self.config.distribution)
+        training = pool in ("train", "test")
+        distribution = self.config.distribution if training else "continuous"
+        code = code_from_mask(k_code, mask, distribution)
         c = self.config
         bound = math.sqrt(3.0)
         x_s = jax.random.uniform(
@@ -321,7 +343,7 @@ def make(config: TeacherStudentConfig, *, key: PRNGKeyArray) -> TeacherStudent:
         pools[f"h_{h}"] = masks_with(m, h)
     return TeacherStudent(
         config=c,
-        module_weights=_truncated_normal(k_modules, (m, c.in_features, c.hidden), 1.0),
-        readout=_truncated_normal(k_readout, (c.hidden, c.out_features), 1.0 / math.sqrt(c.hidden)),
+        module_weights=truncated_normal(k_modules, (m, c.in_features, c.hidden), 1 / math.sqrt(m)),
+        readout=truncated_normal(k_readout, (c.hidden, c.out_features), 1 / math.sqrt(c.hidden)),
         masks={name: jnp.asarray(masks, jnp.float32) for name, masks in pools.items()},
     )

@@ -234,3 +234,82 @@ def test_gradient_modes(setup, monkeypatch: pytest.MonkeyPatch):
         # The output bias restarts at zero for every task: never any gradient.
         for mode, g in grads.items():
             np.testing.assert_array_equal(g.out_bias, np.zeros_like(g.out_bias), err_msg=mode)
+
+
+# ------------------------------------------------------------------ sequential minibatches
+
+
+def _shallow_setup(shots: int):
+    """A tiny teacher-student task, its student, and one support set of `shots` inputs."""
+    from tasks import teacher_student
+    from tasks.config import TeacherStudentConfig
+    from zoo.shallow_hypernet import ShallowHypernet
+
+    config = TeacherStudentConfig(
+        in_features=3, hidden=4, out_features=2, shots_support=shots, shots_query=2, eval_h=(1,)
+    )
+
+    @eqx.filter_jit  # one compilation: much faster than eager random draws on a busy CPU
+    def setup(key):
+        k_task, k_model, k_sample = jr.split(key, 3)
+        task = teacher_student.make(config, key=k_task)
+        model = ShallowHypernet(3, 2, hidden=5, num_modules=4, key=k_model)
+        return task, model, task.sample(k_sample).support
+
+    return setup(jr.key(0))
+
+
+def test_sequential_minibatches_give_each_inner_step_the_next_slice():
+    """Step i reads support examples [i * batch, (i + 1) * batch): the same code as a hand-made
+    loop over consecutive slices, no key needed, examples past steps x batch unread, and a
+    clear error when the support is too small."""
+    import optax
+
+    from runs.algorithms.inner import InnerLoop
+    from runs.config import InnerConfig
+    from runs.optim import inner_optimizer
+
+    steps, batch = 3, 4
+    task, model, support = _shallow_setup(16)
+    # Examples past steps x batch are never read: garbage there changes nothing.
+    support = type(support)(
+        x=support.x.at[steps * batch :].set(jnp.nan), y=support.y.at[steps * batch :].set(jnp.nan)
+    )
+    inner = InnerConfig(steps=steps, lr=0.1, mode="equilibrium", batch=batch)
+    inner = dataclasses.replace(inner, minibatches="sequential")
+    loop = InnerLoop.from_config(inner)
+    adapted = eqx.filter_jit(loop.adapt)(model, support, task.loss)
+
+    optimizer = inner_optimizer(inner)
+    code, opt_state = model.code, optimizer.init(model.code)
+
+    @jax.jit
+    def by_hand(code, opt_state, x, y):
+        loss = lambda c: task.loss(eqx.tree_at(lambda m: m.code, model, c)(x), y)  # noqa: E731
+        updates, opt_state = optimizer.update(jax.grad(loss)(code), opt_state, code)
+        return optax.apply_updates(code, updates), opt_state
+
+    for i in range(steps):
+        rows = slice(i * batch, (i + 1) * batch)
+        code, opt_state = by_hand(code, opt_state, support.x[rows], support.y[rows])
+    assert np.isfinite(adapted.code).all()
+    np.testing.assert_allclose(adapted.code, code, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match=r"takes 5 steps x 4 = 20 support examples.* has 16"):
+        loop.with_steps(5).adapt(model, support, task.loss)
+
+
+def test_sequential_minibatches_need_a_batch_and_old_configs_load_as_random():
+    from runs.config import InnerConfig, to_dict
+    from runs.presets import get_preset
+    from runs.run import config_from_dict
+
+    with pytest.raises(ValueError, match=r"set --inner\.batch"):
+        InnerConfig(minibatches="sequential")
+    config = get_preset("schug2024/teacher-student-discrete-connected")
+    saved = to_dict(config)
+    del saved["inner"]["minibatches"]  # as a run saved before the field existed
+    loaded = config_from_dict(saved)
+    assert loaded.inner.minibatches == "random"
+    assert loaded == dataclasses.replace(
+        config, inner=dataclasses.replace(config.inner, minibatches="random")
+    )

@@ -152,10 +152,23 @@ def test_continuous_codes_lie_on_their_mask():
     active = np.asarray(masks) > 0
     assert (codes[~active] == 0).all()
     assert (codes[active] >= 0.5).all()
-    assert (codes[active] <= 1.0).all()
-    # (simplex + mask) / 2: the active entries sum to (1 + h) / 2.
-    np.testing.assert_allclose(codes.sum(-1), (1 + active.sum(-1)) / 2, rtol=1e-6)
+    assert (codes[active] < 1.0).all()
+    # The authors' (w + 1) / 2 with w = e / (sum(e) + 1): the active entries sum to less than
+    # the (1 + h) / 2 of Algorithm 1's simplex weights.
+    assert (codes.sum(-1) < (1 + active.sum(-1)) / 2 - 1e-3).all()
     assert codes[active].std() > 0.05  # random, not constant
+
+
+def test_continuous_codes_divide_by_the_sum_plus_one():
+    """The authors' formula, not Algorithm 1's: `(e / (sum(e) + 1) + 1) / 2` on the mask."""
+    mask = jnp.array([1.0, 0.0, 1.0, 1.0, 0.0, 0.0])
+    for seed in range(5):
+        key = jax.random.key(seed)
+        e = jax.random.exponential(key, mask.shape) * mask
+        expected = 0.5 * (e / (e.sum() + 1.0) + 1.0) * mask
+        np.testing.assert_allclose(continuous_code(key, mask), expected, rtol=1e-6)
+        algorithm_1 = 0.5 * (e / e.sum() + mask)
+        assert not np.allclose(continuous_code(key, mask), algorithm_1, atol=1e-3)
 
 
 def test_discrete_codes_are_unit_norm(tiny):
@@ -222,12 +235,28 @@ def test_sample_jit_vmap(distribution, pool):
     # Codes lie on the pool's masks.
     latent = np.asarray(episodes.latent)
     assert _keys(latent > 0) <= _keys(task.pool_masks(pool))
-    if distribution == "discrete":
+    if distribution == "discrete" and pool == "train":
         np.testing.assert_allclose(np.linalg.norm(latent, axis=-1), 1.0, rtol=1e-6)
-    else:
-        assert ((latent == 0) | ((latent >= 0.5) & (latent <= 1.0))).all()
+    else:  # evaluation pools draw continuous codes whatever the training distribution
+        assert ((latent == 0) | ((latent >= 0.5) & (latent < 1.0))).all()
     # Support and query are independent inputs.
     assert not np.allclose(episodes.support.x[:, :4], episodes.query.x[:, :4])
+
+
+def test_evaluation_pools_draw_continuous_codes_in_discrete_mode(tiny):
+    """As the authors' evaluation: discrete training tasks, continuous codes on every pool but
+    "train" and "test"."""
+    keys = jax.random.split(jax.random.key(3), 16)
+    for pool in ("test", "ood", "h_2"):  # "train": test_sample_jit_vmap
+        latent = np.asarray(jax.jit(jax.vmap(lambda k, p=pool: tiny.sample(k, p).latent))(keys))
+        norms = np.linalg.norm(latent, axis=-1)
+        if pool in ("train", "test"):
+            np.testing.assert_allclose(norms, 1.0, rtol=1e-6)
+        else:
+            active = latent > 0
+            assert (latent[active] >= 0.5).all() and (latent[active] < 1.0).all()
+            assert latent[active].std() > 0.05  # random weights, not a fixed many-hot
+            assert not np.allclose(norms, 1.0, atol=1e-3)
 
 
 def test_sample_deterministic(tiny_continuous):
@@ -245,10 +274,19 @@ def test_sample_deterministic(tiny_continuous):
 def test_teacher_parameters(tiny):
     assert tiny.modules().shape == (6, 3, 5)
     assert tiny.readout.shape == (5, 2)
-    big = make(dataclasses.replace(TINY, in_features=40, hidden=50), key=jax.random.key(3))
-    np.testing.assert_allclose(big.module_weights.std(), 1.0, atol=0.05)
-    assert jnp.abs(big.module_weights).max() <= 2.0 / 0.8796 + 1e-5
-    np.testing.assert_allclose(big.readout.std(), 1.0 / np.sqrt(50), rtol=0.3)
+    # The authors' hk.Linear defaults: truncated normal with sigma = 1/sqrt(fan_in), cut at
+    # 2 sigma and not rescaled (std 0.8796 sigma); the modules' fan-in is M.
+    m = 16
+    big = make(
+        dataclasses.replace(TINY, num_modules=m, in_features=40, hidden=50),
+        key=jax.random.key(3),
+    )
+    sigma = 1 / np.sqrt(m)
+    np.testing.assert_allclose(big.module_weights.std(), 0.8796 * sigma, rtol=0.03)
+    assert jnp.abs(big.module_weights).max() <= 2 * sigma + 1e-6
+    assert jnp.abs(big.module_weights).max() > 1.9 * sigma  # truncated at 2 sigma, not less
+    np.testing.assert_allclose(big.readout.std(), 0.8796 / np.sqrt(50), rtol=0.3)
+    assert jnp.abs(big.readout).max() <= 2 / np.sqrt(50) + 1e-6
 
 
 def test_loss_and_metrics(tiny):
@@ -300,6 +338,38 @@ def test_student_shapes_and_filters():
     fast, _ = student.partition()
     assert [leaf.shape for leaf in jtu.tree_leaves(fast)] == [(12,)]
     assert param_counts(student) == {"meta": 12 * 3 * 8 + 8 * 2, "fast": 12}
+
+
+def test_student_init_scales_are_the_authors():
+    """Modules and readout as the teacher (hk.Linear defaults: truncated normal, sigma =
+    1/sqrt(fan_in), not rescaled); the fixed start code N(0, 1) (`embedding_init='constant'`)."""
+    m, hidden = 16, 50
+    student = ShallowHypernet(40, 2, hidden=hidden, num_modules=m, key=jax.random.key(0))
+    sigma = 1 / np.sqrt(m)
+    np.testing.assert_allclose(student.module_weights.std(), 0.8796 * sigma, rtol=0.03)
+    assert jnp.abs(student.module_weights).max() <= 2 * sigma + 1e-6
+    assert jnp.abs(student.readout).max() <= 2 / np.sqrt(hidden) + 1e-6
+    wide = ShallowHypernet(1, 1, hidden=1, num_modules=4000, key=jax.random.key(1))
+    np.testing.assert_allclose(wide.code.std(), 1.0, atol=0.05)
+    assert jnp.abs(wide.code).max() > 2.5  # a plain normal, not truncated
+
+
+def test_teacher_student_presets_draw_fresh_inputs_at_every_inner_step():
+    """Paper size: a support of steps x batch inputs read in sequential minibatches (256
+    fresh inputs at each of 300 inner steps); CPU scale: one fixed support used whole."""
+    from runs.presets import get_preset
+
+    for dist in ("discrete", "continuous"):
+        for support in ("connected", "disconnected"):
+            name = f"schug2024/teacher-student-{dist}-{support}"
+            paper = get_preset(name)
+            assert paper.inner.minibatches == "sequential"
+            assert (paper.inner.steps, paper.inner.batch) == (300, 256)
+            assert paper.task.shots_support == 300 * 256
+            assert paper.task.shots_query == 256
+            cpu = get_preset(f"{name}-cpu")
+            assert (cpu.inner.minibatches, cpu.inner.batch) == ("random", 0)
+            assert cpu.task.shots_support == 128
 
 
 def test_student_deterministic_init():

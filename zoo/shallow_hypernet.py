@@ -6,16 +6,22 @@ a per-task code:
 
     y = relu(x @ (sum_j code[j] * modules[j]) / sqrt(in)) @ readout
 
-the same parameterization and initialization as the teacher (`tasks.teacher_student`): modules
-`[num_modules, in, hidden]` truncated normal with std 1, readout `[hidden, out]` truncated
-normal with std `1/sqrt(hidden)`. Its width and number of modules may differ from the
-teacher's (the reference uses twice the teacher's).
+the same parameterization and initialization as the teacher (`tasks.teacher_student`; the
+paper's C.1.2, and the authors' code builds both from one class): modules `[num_modules, in,
+hidden]` and readout `[hidden, out]` drawn as haiku's default `hk.Linear` weights,
+`truncated_normal` with `sigma = 1/sqrt(fan_in)` (fan-in `num_modules` for the modules, which
+the authors generate as `Linear(num_modules -> in * hidden)` of the code, and `hidden` for the
+readout; realized standard deviation `0.8796 * sigma`). Its width and number of modules may
+differ from the teacher's (the reference uses twice the teacher's).
 
 Fast leaf: the code. Following the reference ("fixed random code, not meta-learned", C.1.3), it
 restarts from its fixed random initial value for every task and gets no meta-gradient
-(`fixed_start_filter`). The paper only says it is drawn from a normal distribution; we draw it
-from N(0, 1/num_modules) (std `1/sqrt(num_modules)`, so `||code||` is about 1, like the
-teacher's unit-norm discrete codes). Meta leaves: the modules and the readout.
+(`fixed_start_filter`). The value is a standard normal draw, `N(0, 1)` per entry, drawn once
+from the student's key: the authors' `embedding_init = "constant"` (their `run_theory.py`
+draws `jax.random.normal(rng_student, (num_modules,))`, and every sweep of theirs uses it).
+`shared/REFERENCE_FACTS.md` says only "from a fixed random code"; its scale, and the student's
+weight scales, are taken from the authors' code, not from REFERENCE_FACTS. Meta leaves: the
+modules and the readout.
 """
 
 import math
@@ -30,7 +36,13 @@ from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 from ._base import FIXED, META, AbstractMetaLearner, AbstractModular
 from .config import ShallowHypernetConfig
 from .io import IOSpec
-from .linear_hypernet import truncated_normal
+
+
+def truncated_normal(key: PRNGKeyArray, shape: tuple[int, ...], sigma: float) -> Array:
+    """`sigma` times a standard normal truncated to [-2, 2]: haiku's `TruncatedNormal(sigma)`,
+    not rescaled (standard deviation `0.8796 * sigma`), as `tasks.teacher_student` draws the
+    teacher."""
+    return sigma * jr.truncated_normal(key, -2.0, 2.0, shape)
 
 
 class ShallowHypernet(AbstractMetaLearner, AbstractModular):
@@ -38,11 +50,12 @@ class ShallowHypernet(AbstractMetaLearner, AbstractModular):
     NTK-style (scaled by `1/sqrt(in)`); no biases."""
 
     module_weights: Float[Array, "modules d_in hidden"]
-    """The modules (meta), truncated normal with std 1."""
+    """The modules (meta), `truncated_normal` with `sigma = 1/sqrt(modules)`."""
     readout: Float[Array, "hidden out"]
-    """The shared readout (meta), truncated normal with std `1/sqrt(hidden)`."""
+    """The shared readout (meta), `truncated_normal` with `sigma = 1/sqrt(hidden)`."""
     code: Float[Array, " modules"]
-    """The task code (fast), restarted from this fixed random value for every task."""
+    """The task code (fast), restarted from this fixed random value, `N(0, 1)` per entry, for
+    every task."""
 
     def __init__(
         self,
@@ -54,9 +67,11 @@ class ShallowHypernet(AbstractMetaLearner, AbstractModular):
         key: PRNGKeyArray,
     ):
         k_modules, k_readout, k_code = jr.split(key, 3)
-        self.module_weights = truncated_normal(k_modules, (num_modules, in_features, hidden), 1.0)
-        self.readout = truncated_normal(k_readout, (hidden, out_features), 1.0 / math.sqrt(hidden))
-        self.code = jr.normal(k_code, (num_modules,)) / math.sqrt(num_modules)
+        self.module_weights = truncated_normal(
+            k_modules, (num_modules, in_features, hidden), 1 / math.sqrt(num_modules)
+        )
+        self.readout = truncated_normal(k_readout, (hidden, out_features), 1 / math.sqrt(hidden))
+        self.code = jr.normal(k_code, (num_modules,))
 
     def weight(self) -> Float[Array, "d_in hidden"]:
         """The generated first-layer weight `sum_j code[j] * module_weights[j]`."""
