@@ -152,13 +152,25 @@ def config_from_dict(data: dict) -> TrainConfig:
         outer["schedule"] = "piecewise"
     algorithm = data.pop("algorithm", None)
     config = from_dict(TrainConfig, data)
-    task_cfg = from_dict(plugins.task_spec(config.task_name).config, data["task"])
-    model_cfg = from_dict(plugins.model_spec(config.model_name).config, data["model"])
+    task_cls = plugins.task_spec(config.task_name).config
+    model_cls = plugins.model_spec(config.model_name).config
+    task_cfg = from_dict(task_cls, _with_legacy_defaults(task_cls, data["task"]))
+    model_cfg = from_dict(model_cls, _with_legacy_defaults(model_cls, data["model"]))
     changes: dict[str, Any] = {"task": task_cfg, "model": model_cfg}
     if config.algorithm_name:
         spec = algorithms.get(config.algorithm_name)
         changes["algorithm"] = from_dict(spec.config, algorithm or {})
     return _unread_as_defaults(dataclasses.replace(config, **changes))
+
+
+def _with_legacy_defaults(cls: Any, data: Any) -> Any:
+    """A plugin config's saved `data` with the fields it lacks, of those its class added later,
+    at the values the runs saved before them ran with (the class's `LEGACY_DEFAULTS`, if any;
+    e.g. the SCAN episodes' `validation`)."""
+    legacy = getattr(cls, "LEGACY_DEFAULTS", None)
+    if not legacy or not isinstance(data, dict):
+        return data
+    return {**legacy, **data}
 
 
 def _unread_as_defaults(config: TrainConfig) -> TrainConfig:

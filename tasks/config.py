@@ -5,7 +5,7 @@ Each field's docstring (the string literal under it) is its `--help` line in the
 """
 
 import dataclasses
-from typing import Literal
+from typing import ClassVar, Literal
 
 HyperteacherSplit = Literal["compositional", "non-compositional", "connected", "disconnected"]
 
@@ -191,6 +191,7 @@ class TeacherStudentConfig:
 
 
 ScanExperiment = Literal["permutation", "augmentation", "around_right", "length", "standard"]
+ScanValidation = Literal["true-assignment", "held-out"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -205,8 +206,22 @@ class ScanEpisodesConfig:
     """Support items per episode (default: 20; 100 for length; 0 for standard)."""
     num_query: int = 20
     """Query items per episode."""
+    validation: ScanValidation = "true-assignment"
+    """The validation episodes (pool "val"): `true-assignment`, as the reference code, gives
+    them the slots' true meanings, which training then never draws (for permutation: 23 of
+    the 24 permutations train); `held-out` draws five random assignments as validation and
+    keeps them out of training (this code's behaviour before issue 20, and what configs
+    saved without this field ran with)."""
+
+    LEGACY_DEFAULTS: ClassVar[dict[str, str]] = {"validation": "held-out"}
+    """Values of fields added later, for configs saved before them (what those runs did);
+    read by `runs` when it loads a saved config."""
 
     def __post_init__(self):
+        if self.validation not in ("true-assignment", "held-out"):
+            raise ValueError(
+                f"task.validation must be 'true-assignment' or 'held-out', got {self.validation!r}."
+            )
         if self.num_support is not None and self.num_support < 0:
             raise ValueError(f"task.num_support must be >= 0, got {self.num_support}.")
         if self.num_query < 1:

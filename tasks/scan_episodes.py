@@ -14,17 +14,34 @@ is the whole experiment:
 | `permutation` (4.3) | the 4 primitives | a permutation of their 4 actions | the true assignment |
 | `augmentation` (4.4) | 4 of 24 primitives | 4 of 24 actions | `jump` meaning `I_JUMP` |
 | `around_right` (4.5) | 2 of 4 directions | 2 of 4 turns | `right` meaning `I_TURN_RIGHT` |
-| `length` (4.6) | 4 of 24 primitives | 4 of 24 actions | (none) |
+| `length` (4.6) | 4 of 24 primitives | 4 of 24 actions | the true assignment |
 
 and `standard`: the plain add-jump split for the standard seq2seq baseline (4.3): no support
 set, no relabelling, queries drawn from the split's training commands, with `jump` alone in
 every batch (the reference over-represents it so that it is learned).
 
-As in the reference code (REFERENCE_FACTS.md), five validation assignments are drawn first
-(from the key) and training never draws them. The test episodes are fixed and not sampled
-(`test_episodes`): the slots' true meanings as support (the 4 primitives; `turn left` and
-`turn right`; 100 items of the length split's training set, five such sets) and every test
-command of the split as queries (7,706; 4,476; 3,920).
+An episode's support and query items are distinct commands (the reference shuffles the
+commands and deals the first `num_query` to the queries, the next `num_support` to the
+support); length draws them from disjoint pools anyway.
+
+Validation episodes (pool "val"), as in the reference code (REFERENCE_FACTS.md): the slots'
+true meanings, with random items (length: 100 support items from the whole length training
+split, 20 queries from its test split), and training never draws an assignment of the true
+one's kind (the table's last column; for permutation, 23 of the 24 permutations train). The
+option `validation="held-out"` gives this code's earlier validation instead: five random
+assignments, drawn first from the key, kept out of training, with items from the training
+pools. The test episodes are fixed and not sampled (`test_episodes`): the slots' true meanings
+as support (the 4 primitives; `turn left` and `turn right`; 100 items of the length split's
+training set, five such sets) and every test command of the split as queries (7,706; 4,476;
+3,920).
+
+On "jump"'s frequency: SCAN's public `tasks_train_addprim_jump.txt` repeats "jump" (about
+one line in ten) so that it is learned. Only `standard` reads that split here, and adds
+"jump" once per batch instead (1 of 40 queries with the preset's batches). The meta-training
+experiments, `augmentation` included, draw from all of SCAN, as the reference's episodes do
+(from its file of every command, with the primitives made placeholders), so the file's
+repetition never enters them: "jump" is a slot word of an augmentation episode with
+probability 4/24 (never meaning `I_JUMP`), as in the reference.
 
 Sequences are token arrays padded with `PAD = 0` to a fixed length, every sequence ends with
 `EOS`; output sequences have their own vocabulary, with `SOS` for the decoder's first input.
@@ -42,7 +59,7 @@ from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from tasks import scan
 from tasks._base import AbstractTask, Episode, Split
-from tasks.config import MutualExclusivityConfig, ScanEpisodesConfig
+from tasks.config import MutualExclusivityConfig, ScanEpisodesConfig, ScanValidation
 from zoo.io import IOSpec
 
 PAD, EOS, SOS = "<pad>", "<eos>", "<sos>"
@@ -151,11 +168,11 @@ def _top_k_sample(key: PRNGKeyArray, pool: Int[Array, " n"], k: int) -> Int[Arra
 class ScanEpisodes(AbstractTask):
     """Meta-training episodes on SCAN (Lake 2019, Sections 4.3-4.6); see the module docstring.
 
-    `sample(key)` draws an assignment allowed in training (pool "train") or one of the five
-    validation assignments (pool "val"), then `num_support` and `num_query` distinct commands
-    from the experiment's support and query pools, relabelled. `x` holds input tokens
-    `[n, MAX_IN]`, `y` output tokens `[n, MAX_OUT]`; the episode's `latent` is its assignment
-    `[slots, 2]` (word id, action id).
+    `sample(key)` draws an assignment allowed in training (pool "train") or a validation
+    assignment (pool "val"), then `num_support` and `num_query` commands from the pool's
+    support and query pools, all distinct, relabelled. `x` holds input tokens `[n, MAX_IN]`,
+    `y` output tokens `[n, MAX_OUT]`; the episode's `latent` is its assignment `[slots, 2]`
+    (word id, action id).
     """
 
     experiment: Experiment = eqx.field(static=True)
@@ -166,6 +183,10 @@ class ScanEpisodes(AbstractTask):
     commands_y: Int[Array, "n out_len"]
     support_pool: Int[Array, " n_support_pool"]
     query_pool: Int[Array, " n_query_pool"]
+    val_support_pool: Int[Array, " n_val_support_pool"]
+    val_query_pool: Int[Array, " n_val_query_pool"]
+    shared_pool: bool = eqx.field(static=True)
+    """Whether support and query items come from one pool (then they are drawn together)."""
     slot_words: Int[Array, " slots"]
     slot_actions: Int[Array, " slots"]
     candidate_words: Int[Array, " words"]
@@ -173,6 +194,8 @@ class ScanEpisodes(AbstractTask):
     forbid_true_assignment: bool = eqx.field(static=True)
     forbidden_pair: tuple[int, int] | None = eqx.field(static=True)
     validation: Int[Array, "n_validation slots 2"]
+    """The validation assignments: the true one, or five held out (`validation_kind`)."""
+    validation_kind: ScanValidation = eqx.field(static=True)
     jump: int = eqx.field(static=True)
     """Index of the command "jump" (the `standard` experiment adds it to every batch)."""
 
@@ -242,19 +265,33 @@ class ScanEpisodes(AbstractTask):
         out_map = jnp.arange(len(self.vocab.outputs)).at[self.slot_actions].set(assignment[:, 1])
         return in_map[x], out_map[y]
 
+    def items(
+        self, key: PRNGKeyArray, pool: str = "train"
+    ) -> tuple[Int[Array, " support"], Int[Array, " query"]]:
+        """The commands (indices of `commands_x`) of an episode's support and query sets:
+        distinct, from the support and query pools of `pool`."""
+        support_pool, query_pool = self.support_pool, self.query_pool
+        if pool == "val":
+            support_pool, query_pool = self.val_support_pool, self.val_query_pool
+        k_support, k_query = jax.random.split(key)
+        if self.shared_pool:  # one draw, dealt: queries first, then the support
+            drawn = _top_k_sample(k_query, query_pool, self.num_query + self.num_support)
+            return drawn[self.num_query :], drawn[: self.num_query]
+        support = _top_k_sample(k_support, support_pool, self.num_support)
+        return support, _top_k_sample(k_query, query_pool, self.num_query)
+
     def sample(self, key: PRNGKeyArray, pool: str = "train") -> Episode:
-        k_assign, k_support, k_query = jax.random.split(key, 3)
+        k_assign, k_items = jax.random.split(key)
         if self.experiment == "standard":  # fixed meanings, "jump" alone in every batch
             if pool != "train":
                 raise ValueError(f"unknown pool {pool!r}; the pools are {self.pools()}")
             assignment = jnp.stack([self.slot_words, self.slot_actions], axis=-1)
             support = self.support_pool[: self.num_support]
-            drawn = _top_k_sample(k_query, self.query_pool, self.num_query - 1)
+            drawn = _top_k_sample(k_items, self.query_pool, self.num_query - 1)
             query = jnp.concatenate([drawn, jnp.array([self.jump], jnp.int32)])
         else:
             assignment = self.assignment(k_assign, pool)
-            support = _top_k_sample(k_support, self.support_pool, self.num_support)
-            query = _top_k_sample(k_query, self.query_pool, self.num_query)
+            support, query = self.items(k_items, pool)
         sx, sy = self.relabel(assignment, self.commands_x[support], self.commands_y[support])
         qx, qy = self.relabel(assignment, self.commands_x[query], self.commands_y[query])
         return Episode(Split(sx, sy), Split(qx, qy), assignment.astype(jnp.float32))
@@ -328,17 +365,24 @@ def make_scan_episodes(
     *,
     num_support: int | None = None,
     num_query: int = 20,
+    validation: ScanValidation = "true-assignment",
     key: PRNGKeyArray,
 ) -> ScanEpisodes:
-    """The episodes of `experiment` (20 + 20 items; 100 + 20 for length), with five validation
-    assignments drawn from `key`."""
+    """The episodes of `experiment` (20 + 20 items; 100 + 20 for length). Validation
+    episodes: the true assignment (the reference's), or, with `validation="held-out"`, five
+    random assignments drawn from `key` and kept out of training."""
+    if validation not in ("true-assignment", "held-out"):
+        raise ValueError(f"validation must be 'true-assignment' or 'held-out', got {validation!r}")
     vocab = vocabulary(experiment)
     x, y = encoded_pairs(experiment)
     everything = np.arange(len(x), dtype=np.int32)
+    val_pools = None
     if experiment == "length":
-        train, _ = scan.split("length")
+        train, test = scan.split("length")
         support_pool = _index(tuple(p for p in train if len(p[1]) < 12))
         query_pool = _index(tuple(p for p in train if 12 <= len(p[1]) <= 22))
+        if validation == "true-assignment":  # the reference's: any training item; test queries
+            val_pools = (_index(train), _index(test))
         num_support = 100 if num_support is None else num_support
     elif experiment == "standard":
         train, _ = scan.split("addprim_jump")
@@ -347,9 +391,21 @@ def make_scan_episodes(
     else:  # the whole SCAN set: its held-out meanings are never assigned in training
         support_pool = query_pool = everything
     num_support = 20 if num_support is None else num_support
-    for n, pool, what in ((num_support, support_pool, "support"), (num_query, query_pool, "query")):
-        if not 0 <= n <= len(pool):
-            raise ValueError(f"num_{what} must be in [0, {len(pool)}], got {n}")
+    val_support_pool, val_query_pool = (
+        (support_pool, query_pool) if val_pools is None else val_pools
+    )
+    shared_pool = experiment in ("permutation", "augmentation", "around_right")
+    if not 0 <= num_query <= len(query_pool):
+        raise ValueError(f"num_query must be in [0, {len(query_pool)}], got {num_query}")
+    room = len(support_pool) - (num_query if shared_pool else 0)
+    if not 0 <= num_support <= room:
+        raise ValueError(f"num_support must be in [0, {room}], got {num_support}")
+    if num_support > len(val_support_pool) or num_query > len(val_query_pool):
+        raise ValueError(
+            f"validation episodes draw from {len(val_support_pool)} support and "
+            f"{len(val_query_pool)} query items; num_support={num_support} and "
+            f"num_query={num_query} do not fit"
+        )
     slot_words, slot_actions = _slots(experiment)
     cand_words, cand_actions = _candidates(experiment)
     forbidden = None
@@ -366,6 +422,9 @@ def make_scan_episodes(
         commands_y=jnp.asarray(y),
         support_pool=jnp.asarray(support_pool),
         query_pool=jnp.asarray(query_pool),
+        val_support_pool=jnp.asarray(val_support_pool),
+        val_query_pool=jnp.asarray(val_query_pool),
+        shared_pool=shared_pool,
         slot_words=jnp.array([vocab.inputs.index(w) for w in slot_words], jnp.int32),
         slot_actions=jnp.array([vocab.outputs.index(a) for a in slot_actions], jnp.int32),
         candidate_words=jnp.array([vocab.inputs.index(w) for w in cand_words], jnp.int32),
@@ -373,8 +432,12 @@ def make_scan_episodes(
         forbid_true_assignment=experiment == "permutation",
         forbidden_pair=forbidden,
         validation=jnp.zeros((0, len(slot_words), 2), jnp.int32),
+        validation_kind=validation,
         jump=scan.commands().index("jump"),
     )
+    if validation == "true-assignment":
+        true = jnp.stack([task.slot_words, task.slot_actions], axis=-1)
+        return eqx.tree_at(lambda t: t.validation, task, true[None])
     # Five validation assignments, drawn first: distinct, and allowed otherwise. (Plain JAX
     # ops, so that a task can be built abstractly, as runs do before compiling.)
     slots = len(slot_words)
@@ -482,10 +545,14 @@ def make_mutual_exclusivity(*, key: PRNGKeyArray, num_query: int = 20) -> Mutual
 
 
 def make(config: ScanEpisodesConfig, *, key: PRNGKeyArray) -> ScanEpisodes:
-    """Build the SCAN episodes of `config.experiment` (the factory of the `scan` plugin); the
+    """Build the SCAN episodes of `config.experiment` (the factory of the `scan` plugin); held-out
     validation assignments are drawn from `key`."""
     return make_scan_episodes(
-        config.experiment, num_support=config.num_support, num_query=config.num_query, key=key
+        config.experiment,
+        num_support=config.num_support,
+        num_query=config.num_query,
+        validation=config.validation,
+        key=key,
     )
 
 

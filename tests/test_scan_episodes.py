@@ -1,6 +1,7 @@
 """Episodes of Lake 2019: relabelled SCAN commands keep SCAN's meaning under the episode's
-assignment, training never sees a held-out assignment, the test episodes are the splits' test
-sets, and mutual-exclusivity episodes translate word by word."""
+assignment, training never sees a held-out assignment, validation episodes have the true one
+(as the reference's), support and query items are distinct, the test episodes are the splits'
+test sets, and mutual-exclusivity episodes translate word by word."""
 
 import equinox as eqx
 import jax
@@ -10,6 +11,7 @@ import pytest
 
 from tasks import scan
 from tasks import scan_episodes as se
+from tasks.config import ScanEpisodesConfig
 
 N_EPISODES = 300
 
@@ -60,29 +62,70 @@ def test_every_item_means_what_scan_says_under_the_assignment(episodes):
                 assert x[len(command)] == task.vocab.inputs.index(se.EOS)
 
 
-def test_training_never_draws_a_held_out_assignment(episodes):
+def _true(task):
+    words, actions = (np.asarray(a).tolist() for a in (task.slot_words, task.slot_actions))
+    return frozenset(zip(words, actions, strict=True))
+
+
+def test_validation_has_the_true_assignment_which_training_never_draws(episodes):
+    # The reference's validation episodes: the true meanings, random items; its tabu list
+    # then keeps that assignment (augmentation: "jump" meaning I_JUMP; around-right: "right"
+    # meaning I_TURN_RIGHT) out of training, and nothing else.
     task, batch, val = episodes
     inputs, outputs = task.vocab.inputs, task.vocab.outputs
     validation = {frozenset(map(tuple, v)) for v in np.asarray(task.validation).tolist()}
-    assert len(validation) == se.NUM_VALIDATION
+    assert validation == {_true(task)}
+    assert {frozenset(map(tuple, a)) for a in val.latent.astype(int).tolist()} == validation
+    assert len({tuple(x.ravel()) for x in val.query.x}) == len(val.query.x)  # items vary
     seen = {frozenset(map(tuple, a)) for a in batch.latent.astype(int).tolist()}
-    assert not seen & validation
-    assert {frozenset(map(tuple, a)) for a in val.latent.astype(int).tolist()} <= validation
+    assert _true(task) not in seen
     pairs = {(inputs[w], outputs[a]) for s in seen for w, a in s}
     if task.experiment == "permutation":
-        true = frozenset(
-            zip(
-                np.asarray(task.slot_words).tolist(),
-                np.asarray(task.slot_actions).tolist(),
-                strict=True,
-            )
-        )
-        assert true not in seen and len(seen) == 23 - se.NUM_VALIDATION
+        assert len(seen) == 23  # every permutation but the true one
     if task.experiment == "augmentation":
         assert ("jump", "I_JUMP") not in pairs and len(seen) > 250
+        # "jump" is a slot word as often as in the reference: 4 of 24 words, less the
+        # rejected "jump" meaning I_JUMP: (1/6 - 1/144) / (1 - 1/144) = 0.161
+        with_jump = np.mean(
+            [any(inputs[w] == "jump" for w, _ in a) for a in batch.latent.astype(int)]
+        )
+        assert 0.10 < with_jump < 0.23
     if task.experiment == "around_right":
         assert ("right", "I_TURN_RIGHT") not in pairs
         assert {w for w, _ in pairs} == {"left", "right", "forward", "backward"}
+    if task.experiment == "length":  # the reference's: training items, test queries
+        train, test = (dict(p) for p in scan.split("length"))
+        for items, allowed in ((val.support.x, train), (val.query.x, test)):
+            commands = {
+                " ".join(task.vocab.decode(x, out=False)) for x in items.reshape(-1, se.MAX_IN)
+            }
+            assert commands <= allowed.keys()
+
+
+def test_support_and_query_items_are_distinct(episodes):
+    _, batch, val = episodes
+    for split in (batch, val):
+        for support, query in zip(split.support.x, split.query.x, strict=True):
+            items = [tuple(x) for x in np.concatenate([support, query])]
+            assert len(set(items)) == len(items)
+
+
+@pytest.mark.parametrize("experiment", ["permutation", "around_right"])
+def test_held_out_validation_is_an_option(experiment):
+    # `validation="held-out"`: five random assignments, never drawn in training.
+    task = se.make_scan_episodes(experiment, validation="held-out", key=jax.random.key(0))
+    keys = jax.random.split(jax.random.key(1), N_EPISODES)
+    latent = eqx.filter_jit(lambda t, k: jax.vmap(lambda k: t.assignment(k))(k))(task, keys)
+    inputs, outputs = task.vocab.inputs, task.vocab.outputs
+    validation = {frozenset(map(tuple, v)) for v in np.asarray(task.validation).tolist()}
+    assert len(validation) == se.NUM_VALIDATION and _true(task) not in validation
+    seen = {frozenset(map(tuple, a)) for a in np.asarray(latent).tolist()}
+    assert not seen & validation
+    pairs = {(inputs[w], outputs[a]) for s in seen for w, a in s}
+    if experiment == "permutation":
+        assert _true(task) not in seen and len(seen) == 23 - se.NUM_VALIDATION
+    else:
+        assert ("right", "I_TURN_RIGHT") not in pairs
 
 
 def test_the_test_episodes_are_the_splits_test_sets(episodes):
@@ -169,3 +212,19 @@ def test_standard_batches_are_the_plain_addjump_split_with_jump_in_each():
             assert task.vocab.decode(y, out=True) == train[command]
     (test,) = task.test_episodes()
     assert test.support.x.shape[0] == 0 and test.query.x.shape[0] == 7_706
+
+
+def test_configs_saved_before_the_validation_option_load_as_they_ran():
+    from runs.config import to_dict
+    from runs.presets import get_preset
+    from runs.run import config_from_dict
+
+    config = get_preset("lake2019/addjump-permutation")
+    assert config.task.validation == "true-assignment"
+    data = to_dict(config)
+    assert config_from_dict(data).task == config.task
+    del data["task"]["validation"]  # saved before the field: those runs held five out
+    assert config_from_dict(data).task.validation == "held-out"
+    # refused: by the config's own check, or first by the type checker under pytest
+    with pytest.raises((ValueError, TypeError), match="validation"):
+        ScanEpisodesConfig(validation="true")  # pyright: ignore[reportArgumentType]

@@ -90,23 +90,75 @@ def test_lstm_layer_is_equinox_cell_stepped_and_so_are_its_gradients(reverse):
 def test_teacher_forcing_is_the_decoder_stepped(dropout):
     # The teacher-forced path runs each decoder layer as one scan and batches the attention
     # over time; it must give the logits of stepping `_decode_step` (what `generate` runs),
-    # with the same dropout masks.
+    # with the same dropout masks (on the embedding and between the layers).
     sx, sy, qx, qy = _toy()
     model = MetaSeq2Seq(6, 5, hidden=8, key=jr.key(0))
     key = jr.key(5) if dropout else None
     inference = key is None
     fast = model(sx, sy, qx, qy, key=key, inference=inference)
     k_encode, k_decode = jr.split(key if key is not None else jr.key(0))
-    contexts, masks = model.encode(sx, sy, qx, key=k_encode, inference=inference)
+    contexts, masks, messages = model.encode(sx, sy, qx, key=k_encode, inference=inference)
     inputs = jnp.concatenate([jnp.full((2, 1), model.sos), qy[:, :-1]], axis=1)
     for n, k in enumerate(jr.split(k_decode, 2)):
-        state = model._initial_state(contexts[n], masks[n])
+        state = model._initial_state(messages[n])
         for t, step_key in enumerate(jr.split(k, inputs.shape[1])):
             state, logits = model._decode_step(
                 state, inputs[n, t], contexts[n], masks[n], step_key, inference
             )
             if qy[n, t]:  # up to the target's EOS; no loss reads the logits after it
                 assert jnp.allclose(fast[n, t], logits, atol=1e-5)
+
+
+def test_the_decoder_drops_out_between_its_layers():
+    # The reference's decoder is `nn.LSTM(num_layers=2, dropout=0.5)`: dropout on the first
+    # layer's output before the second. With the embedding at zero (its dropout then does
+    # nothing), a training step's logits still depend on the dropout key; with one layer
+    # they do not.
+    @eqx.filter_jit
+    def logits(model, keys):
+        model = eqx.tree_at(
+            lambda m: m.decoder_embedding.weight,
+            model,
+            jnp.zeros_like(model.decoder_embedding.weight),
+        )
+        context, message = jr.normal(jr.key(1), (3, 16)), jr.normal(jr.key(2), (16,))
+        state, mask = model._initial_state(message), jnp.ones(3, bool)
+        return jax.vmap(lambda k: model._decode_step(state, 3, context, mask, k, False)[1])(keys)
+
+    keys = jr.split(jr.key(3))
+    two = logits(MetaSeq2Seq(6, 5, hidden=16, key=jr.key(0)), keys)
+    one = logits(MetaSeq2Seq(6, 5, hidden=16, layers=1, key=jr.key(0)), keys)
+    assert not jnp.allclose(two[0], two[1]) and jnp.allclose(one[0], one[1])
+
+
+def test_the_standard_seq2seq_decoder_starts_from_the_encoders_final_state():
+    # The reference's `WrapperEncoderRNN` hands the decoder the encoder's final state (the top
+    # layer's h, both directions summed), not its output at the last step; the meta seq2seq
+    # learner's decoder starts from the context at the query's EOS.
+    @eqx.filter_jit
+    def probe(model, sx, sy, qx, qy):
+        outputs, final = model.input_encoder(qx, key=None, inference=True)
+        contexts, masks, messages = model.encode(sx, sy, qx, inference=True)
+        logits = model(sx, sy, qx, qy, inference=True)
+
+        def first(start, context, mask):  # the first step's logits from `start`
+            state = model._initial_state(start)
+            return model._decode_step(state, model.sos, context, mask, None, True)[1]
+
+        stepped = jax.vmap(first)(final, outputs, masks)
+        return outputs, final, contexts, messages, logits[:, 0], stepped
+
+    sx, sy, qx, qy = _toy()
+    sx, qx = (jnp.pad(a, ((0, 0), (0, 2))) for a in (sx, qx))  # padding changes nothing
+    last = jnp.sum(qx != 0, axis=1) - 1
+    baseline = MetaSeq2Seq(6, 5, hidden=8, memory=False, key=jr.key(0))
+    outputs, final, contexts, messages, first, stepped = probe(baseline, sx, sy, qx, qy)
+    assert not jnp.allclose(final, outputs[jnp.arange(2), last])  # the backward direction's
+    assert jnp.allclose(messages, final) and jnp.allclose(contexts, outputs)
+    assert jnp.allclose(first, stepped, atol=1e-5)  # the decoder's first step, from `final`
+    model = MetaSeq2Seq(6, 5, hidden=8, key=jr.key(0))
+    contexts, _, messages = eqx.filter_jit(lambda m: m.encode(sx, sy, qx, inference=True))(model)
+    assert jnp.allclose(messages, contexts[jnp.arange(2), last])
 
 
 def _toy():

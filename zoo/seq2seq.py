@@ -12,13 +12,16 @@ Architecture (Section 4.1, with the reference code's details from REFERENCE_FACT
   inputs' final states `K` and the support outputs' final states `V`; no parameters. Context
   `C_t = tanh(W [q_t; M_t] + b)`.
 - Decoder: the context at the query's last step (its EOS) initializes h and c of both layers
-  of a 2-layer LSTM; embedding -> dropout -> LSTM; Luong attention (scaled dot product) of the
-  top output over `C_1..T`; `logits = out(tanh(W_c [g_t; u_t]))`. Teacher forcing in
-  training, greedy decoding at test.
+  of a 2-layer LSTM; embedding -> dropout -> LSTM, with dropout between its layers too (as
+  PyTorch's `nn.LSTM(dropout=...)` of the reference: on every layer's output but the top
+  one's); Luong attention (scaled dot product) of the top output over `C_1..T`;
+  `logits = out(tanh(W_c [g_t; u_t]))`. Teacher forcing in training, greedy decoding at test.
 
 Options (the lesions of Section 4.3): `memory=False` is the standard seq2seq baseline (the
-context is the query encoding itself, no support set is read); `decoder_attention=False` drops
-the decoder's attention (`logits = out(g_t)`). The support loss is the training loop's option.
+context is the query encoding itself, no support set is read, and the decoder starts from the
+encoder's final state, the top layer's h summed over both directions, as the reference's
+`WrapperEncoderRNN`); `decoder_attention=False` drops the decoder's attention
+(`logits = out(g_t)`). The support loss is the training loop's option.
 
 Sequences are token arrays padded with 0 at the end; every sequence ends with an EOS; the
 decoder's first input is `sos`.
@@ -409,25 +412,35 @@ class MetaSeq2Seq(AbstractInContextLearner):
         *,
         key: PRNGKeyArray | None = None,
         inference: bool = False,
-    ) -> tuple[Float[Array, "query in_len hidden"], Bool[Array, "query in_len"]]:
-        """The stepwise context `C` of every query and its mask (the query's own tokens)."""
+    ) -> tuple[
+        Float[Array, "query in_len hidden"],
+        Bool[Array, "query in_len"],
+        Float[Array, "query hidden"],
+    ]:
+        """The stepwise context `C` of every query, its mask (the query's own tokens), and the
+        message that starts the decoder: the context at the query's last step (its EOS), or,
+        for the standard seq2seq (no memory), the encoder's final state."""
         k_query, k_sx, k_sy = jr.split(_key(key, inference), 3)
 
-        q, _ = self.input_encoder(query_x, key=k_query, inference=inference)
+        q, final = self.input_encoder(query_x, key=k_query, inference=inference)
         mask = query_x != 0
         if self.output_encoder is None or self.context is None:  # standard seq2seq
-            return q, mask
+            return q, mask, final
         _, keys = self.input_encoder(support_x, key=k_sx, inference=inference)
         _, values = self.output_encoder(support_y, key=k_sy, inference=inference)
         memory = jax.vmap(lambda qs: attention(qs, keys, values))(q)
-        context = jax.vmap(jax.vmap(self.context))(jnp.concatenate([q, memory], axis=-1))
-        return jnp.tanh(context), mask
+        context = jnp.tanh(jax.vmap(jax.vmap(self.context))(jnp.concatenate([q, memory], axis=-1)))
+        last = jnp.sum(mask, axis=1) - 1  # each query's EOS
+        return context, mask, context[jnp.arange(context.shape[0]), last]
 
     def _decode_step(self, state, token, context, mask, key, inference):
-        """One decoder step: new state and the logits of the next token."""
-        x = self.dropout(self.decoder_embedding(token), key=key, inference=inference)
+        """One decoder step: new state and the logits of the next token. Dropout on the
+        embedding and between the layers, each with its own key of `jr.split(key, layers)`."""
+        keys = jr.split(_key(key, inference), len(self.decoder))
+        x = self.decoder_embedding(token)
         new_state = []
-        for cell, s in zip(self.decoder, state, strict=True):
+        for cell, s, k in zip(self.decoder, state, keys, strict=True):
+            x = self.dropout(x, key=k, inference=inference)
             s = cell(x, s)
             new_state.append(s)
             x = s[0]
@@ -445,10 +458,9 @@ class MetaSeq2Seq(AbstractInContextLearner):
             g = jnp.tanh(self.combine(jnp.concatenate([g, u])))
         return self.readout(g)
 
-    def _initial_state(self, context, mask):
-        last = jnp.sum(mask) - 1  # the query's EOS
-        c_last = context[last]
-        return tuple((c_last, c_last) for _ in self.decoder)
+    def _initial_state(self, message: Float[Array, " hidden"]):
+        """The decoder's first state: `message` as h and c of every layer."""
+        return tuple((message, message) for _ in self.decoder)
 
     def __call__(
         self,
@@ -462,7 +474,7 @@ class MetaSeq2Seq(AbstractInContextLearner):
     ) -> Float[Array, "query out_len out_vocab"]:
         """Teacher-forced logits of the query targets (the decoder reads `sos`, then `y`)."""
         k_encode, k_decode = jr.split(_key(key, inference))
-        contexts, masks = self.encode(
+        contexts, masks, messages = self.encode(
             support_x, support_y, query_x, key=k_encode, inference=inference
         )
         inputs = jnp.concatenate(
@@ -473,17 +485,23 @@ class MetaSeq2Seq(AbstractInContextLearner):
         # attention reads only the top layer's outputs, so each layer is one loop over the
         # batch of queries and the attention and readout are batched over time (the
         # arithmetic of `_decode_step`). Steps after a target's EOS are masked: their logits
-        # are read out of zeros, and no loss or metric reads them.
-        def embed(tokens, k):
-            x = jax.vmap(self.decoder_embedding)(tokens)
-            return jax.vmap(lambda e, k: self.dropout(e, key=k, inference=inference))(
-                x, jr.split(k, tokens.shape[0])
-            )
+        # are read out of zeros, and no loss or metric reads them. Dropout: the keys of
+        # `_decode_step`, one per query, step and layer.
+        n, steps, layers = query_y.shape[0], query_y.shape[1], len(self.decoder)
+        keys = jax.vmap(lambda k: jax.vmap(lambda k: jr.split(k, layers))(jr.split(k, steps)))(
+            jr.split(k_decode, n)
+        )
 
-        x = jax.vmap(embed)(inputs, jr.split(k_decode, query_y.shape[0]))
-        states = jax.vmap(self._initial_state)(contexts, masks)
-        for cell, state in zip(self.decoder, states, strict=True):
-            x, _ = lstm_layer(cell, x, query_y != 0, state)
+        def drop(e, k):
+            return self.dropout(e, key=k, inference=inference)
+
+        def dropout(x, layer):
+            return jax.vmap(jax.vmap(drop))(x, keys[:, :, layer])
+
+        x = jax.vmap(jax.vmap(self.decoder_embedding))(inputs)
+        states = jax.vmap(self._initial_state)(messages)
+        for layer, (cell, state) in enumerate(zip(self.decoder, states, strict=True)):
+            x, _ = lstm_layer(cell, dropout(x, layer), query_y != 0, state)
         return jax.vmap(
             lambda gs, context, mask: jax.vmap(lambda g: self._readout(g, context, mask))(gs)
         )(x, contexts, masks)
@@ -497,19 +515,19 @@ class MetaSeq2Seq(AbstractInContextLearner):
     ) -> Int[Array, "query length"]:
         """Greedy decoding of `length` tokens per query (cut at the first EOS by the reader);
         no dropout."""
-        contexts, masks = self.encode(support_x, support_y, query_x, inference=True)
+        contexts, masks, messages = self.encode(support_x, support_y, query_x, inference=True)
 
-        def one(context, mask):
+        def one(context, mask, message):
             def step(carry, _):
                 state, token = carry
                 state, logits = self._decode_step(state, token, context, mask, None, True)
                 token = jnp.argmax(logits).astype(jnp.int32)
                 return (state, token), token
 
-            start = (self._initial_state(context, mask), jnp.array(self.sos, jnp.int32))
+            start = (self._initial_state(message), jnp.array(self.sos, jnp.int32))
             return jax.lax.scan(step, start, None, length=length)[1]
 
-        return jax.vmap(one)(contexts, masks)
+        return jax.vmap(one)(contexts, masks, messages)
 
 
 def make(config: MetaSeq2SeqConfig, *, io: IOSpec, key: PRNGKeyArray) -> MetaSeq2Seq:
