@@ -16,6 +16,7 @@ import math
 import os
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -440,7 +441,8 @@ def _curves(record: dict, out: Path) -> None:
         ax.set_ylabel(metric)
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=8)
-    fig.suptitle(record.get("description", "").split(". Paper")[0], fontsize=9)
+    title = record.get("description", "").split(". Paper")[0]
+    fig.suptitle(textwrap.fill(title, 110), fontsize=9)
     fig.tight_layout()
     fig.savefig(out / "curves.png", dpi=110)
     plt.close(fig)
