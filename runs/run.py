@@ -281,8 +281,29 @@ def prepare(
         eqx.filter_eval_shape(lambda t, m: build_algorithm(config, t, m), task, model)
     except ValueError as error:
         raise RunError(str(error)) from None
+    if "inner" in spec.sections and config.inner.batch and isinstance(task, AbstractTask):
+        _check_inner_batch(config.inner, task)
     _check_directory(config, Path(out), resume, task, model, allow_changes)
     return config
+
+
+def _check_inner_batch(inner: InnerConfig, task: AbstractTask) -> None:
+    """`--inner.batch` (and sequential minibatches) fit the support set of an episode, read
+    from the shapes of an abstract sample (nothing is computed)."""
+    episode = eqx.filter_eval_shape(lambda t, k: t.sample(k), task, jr.key(0))
+    num = jax.tree_util.tree_leaves(episode.support.x)[0].shape[0]
+    if inner.batch > num:
+        raise RunError(
+            f"inner.batch={inner.batch} exceeds the {num} support examples of an episode; set "
+            f"--inner.batch to at most {num} (0 uses them all)."
+        )
+    steps = max(inner.steps, inner.eval_steps or 0)
+    if inner.minibatches == "sequential" and inner.batch * steps > num:
+        raise RunError(
+            f"--inner.minibatches sequential takes {steps} steps x {inner.batch} = "
+            f"{steps * inner.batch} support examples, but an episode has {num}; give the task "
+            "a larger support set, or lower --inner.batch or the inner steps."
+        )
 
 
 def _is_blank(out: Path) -> bool:
@@ -677,6 +698,8 @@ def _postfix(row: dict) -> dict[str, str]:
     shown |= {k: f"{row[k]:.3f}" for k in ("return", "success") if k in row}
     if "fps" in row:
         shown["fps"] = f"{row['fps']:,.0f}"
+    if row.get("nonfinite_skipped"):
+        shown["skipped"] = str(row["nonfinite_skipped"])  # steps with a non-finite gradient
     return shown
 
 

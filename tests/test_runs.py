@@ -664,3 +664,14 @@ def test_resume_with_changed_optimizer_settings_when_asked(
     assert history[0]["step"] == STEPS and history[0]["changes"] == [
         "outer.lr: saved 0.01, given 0.001"
     ]
+
+
+def test_an_inner_batch_larger_than_the_support_is_refused_before_compiling(
+    tmp_path: pathlib.Path, no_training: None
+):
+    task = eqx.filter_eval_shape(build_task, CONFIG)
+    support = eqx.filter_eval_shape(lambda t: t.sample(jr.key(0)), task).support.x.shape[0]
+    big = dataclasses.replace(CONFIG, inner=dataclasses.replace(CONFIG.inner, batch=support + 1))
+    with pytest.raises(RunError, match=rf"inner.batch={support + 1} exceeds the {support}"):
+        train(big, tmp_path / "big", progress=False)
+    assert not (tmp_path / "big").exists()
