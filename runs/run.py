@@ -352,14 +352,10 @@ def _check_directory(
         changes = [d for d in diff if d.split(":")[0] in CHANGEABLE] if allow_changes else []
         refused = [d for d in diff if d not in changes]
         if refused:
-            hint = (
-                f"; with --allow-changes, also {', '.join(sorted(CHANGEABLE))}"
-                if not allow_changes
-                else f" and, with --allow-changes, {', '.join(sorted(CHANGEABLE))}"
-            )
             raise RunError(
-                f"--resume: the settings differ from the run saved in {out} (only run.steps{hint} "
-                "may change):\n  " + "\n  ".join(refused)
+                f"--resume: the settings differ from the run saved in {out} (only run.steps "
+                f"may change; with --allow-changes, also {', '.join(sorted(CHANGEABLE))}):\n  "
+                + "\n  ".join(refused)
             )
         return changes
     elif not _is_blank(out):
