@@ -36,6 +36,7 @@ from .algorithms.base import AbstractAlgorithm, train_chunk
 from .checkpoint import Checkpoints, OldCheckpointError
 from .config import InnerConfig, OuterConfig, TrainConfig, from_dict, to_dict
 from .lock import LOCK_FILE, DirectoryLock, LockedError, atomic_write_text
+from .provenance import provenance
 from .sharding import make_mesh, replicate
 from .state import TrainState
 
@@ -368,6 +369,32 @@ def _check_directory(
 # --------------------------------------------------------------------------- metrics
 
 
+def _append_history(out: Path, event: str, step: int, changes: list[str]) -> None:
+    """One line of `history.jsonl` for each start and resume: the step, the time, the settings
+    changed with --allow-changes, and the code's provenance (version, git commit, JAX)."""
+    record = {"event": event, "step": step, "time": time.time()}
+    if changes:
+        record["changes"] = changes
+    record |= provenance()
+    with (out / HISTORY_FILE).open("a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def read_history(directory: Path) -> list[dict]:
+    """The records of a run's `history.jsonl` (a start, then one per resume; runs saved before
+    it existed have none). A torn last line is left out."""
+    path = Path(directory) / HISTORY_FILE
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue
+    return records
+
+
 def _write_metrics(path: Path, rows: list[dict]) -> None:
     with path.open("a") as f:
         f.write("".join(json.dumps(row) + "\n" for row in rows))
@@ -561,12 +588,10 @@ def _train(config: TrainConfig, out: Path, progress: bool, allow_changes: bool) 
                 )
             state = restored
         _truncate_metrics(out, int(state.step))
-        if changes:  # recorded beside the config, which now holds the new values
-            record = {"step": int(state.step), "time": time.time(), "changes": changes}
-            with (out / HISTORY_FILE).open("a") as f:
-                f.write(json.dumps(record) + "\n")
+        if changes:  # the config now holds the new values; the history says which and when
             print(f"--allow-changes at step {int(state.step)}: " + "; ".join(changes))
         save_config(config, out)
+    _append_history(out, "resume" if resuming else "start", int(state.step), changes)
     if not checkpoints.steps():
         checkpoints.save(state)
     state = replicate(state, algorithm.mesh)

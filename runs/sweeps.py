@@ -328,6 +328,21 @@ def final_metrics(directory: Path) -> dict[str, float]:
     return out
 
 
+def _code(directory: Path) -> dict[str, str]:
+    """`{"commit": ...}`: the git commit(s) the run was trained at, from its history (each
+    start and resume; `+dirty` when tracked files had changes), empty for runs saved before the
+    history recorded it."""
+    from .run import read_history
+
+    commits = []
+    for record in read_history(directory):
+        if record.get("commit"):
+            commit = record["commit"][:12] + ("+dirty" if record.get("dirty") else "")
+            if commit not in commits:
+                commits.append(commit)
+    return {"commit": " ".join(commits)} if commits else {}
+
+
 def _mean_std(values: list[float]) -> tuple[float, float]:
     mean = sum(values) / len(values)
     if len(values) < 2:
@@ -362,7 +377,7 @@ def report(out: Path) -> dict[str, Any]:
                     steps = json.loads((directory / "config.json").read_text())["run"]["steps"]
                     finished = found["step"] == steps
                     row = {"label": run["label"], "seed": seed, **run["facets"]}
-                    rows.append({**row, "finished": finished, **found})
+                    rows.append({**row, "finished": finished, **found, **_code(directory)})
     _write_csv(out / "results.csv", rows)
 
     summary = []
@@ -486,6 +501,16 @@ def _figure(record: dict, summary: list[dict], rows: list[dict], path: Path) -> 
                     if r["label"] == e["label"] and r["finished"] and metric in r
                 ]
                 ax.plot([pos] * len(seeds), seeds, "o", color="0.2", markersize=3, alpha=0.7)
+                ax.annotate(
+                    f"n={e['n']}",
+                    (pos, 0),
+                    xycoords=("data", "axes fraction"),
+                    xytext=(0, 2),
+                    textcoords="offset points",
+                    ha="center",
+                    fontsize=6,
+                    color="0.3",
+                )
                 if e["paper"] != "":
                     paper_label = "paper" if (ax is axes[0] and h == 0 and i == 0) else None
                     ax.plot(pos, e["paper"], "k_", markersize=14, mew=2, label=paper_label)
@@ -494,8 +519,7 @@ def _figure(record: dict, summary: list[dict], rows: list[dict], path: Path) -> 
         if metric.endswith((".mse", ".loss")):  # errors differing by orders of magnitude
             ax.set_yscale("log")
         ax.grid(axis="y", alpha=0.3)
-    n = len(record["seeds"])
-    fig.suptitle(f"{record['name']}: mean and std over {n} seed{'s' * (n > 1)}", fontsize=10)
+    fig.suptitle(f"{record['name']}: mean and std over the finished seeds (n per bar)", fontsize=10)
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)

@@ -6,7 +6,11 @@ place of each finished one, so `reset` runs at every step), uniformly random act
 `lax.scan` of `--steps` steps in one compiled call (every observation is read: the sum of
 its image is an output); the best of `--repeats` calls after
 compiling. Then the `minigrid` package (if installed) stepping DoorKey-8x8 with random actions
-in a Python loop (`reset` when an episode ends) for `--minigrid-seconds`, and the ratio.
+in a Python loop (`reset` when an episode ends) for `--minigrid-seconds`, and the ratio. Then,
+if it is installed, xminigrid (a published JAX grid-world library) on the same levels it has,
+measured the same way in the same process: its `GymAutoResetWrapper`, random actions over its
+6 actions, the sum of its observation read. It is not a dependency of the zoo; install it
+beside it to compare (`pip install xminigrid`, which brings flax).
 
     python scripts/benchmark_envs.py [--envs 1024] [--steps 128] [--repeats 3]
     python scripts/benchmark_envs.py --levels doorkey-8x8 --json out.json
@@ -86,6 +90,68 @@ def jax_steps_per_second(
     return envs * steps / best, compile_s
 
 
+XMINIGRID = {
+    "doorkey-5x5": "MiniGrid-DoorKey-5x5",
+    "doorkey-8x8": "MiniGrid-DoorKey-8x8",
+    "doorkey-16x16": "MiniGrid-DoorKey-16x16",
+    "fourrooms": "MiniGrid-FourRooms",
+}
+
+
+def xminigrid_steps_per_second(
+    level: str, envs: int, steps: int, repeats: int, devices: int = 1
+) -> tuple[float, float] | None:
+    """`jax_steps_per_second` for xminigrid's version of `level` (None if xminigrid is not
+    installed or has no such level)."""
+    try:
+        import xminigrid  # pyright: ignore[reportMissingImports]
+        from xminigrid.wrappers import GymAutoResetWrapper  # pyright: ignore[reportMissingImports]
+    except ImportError:
+        return None
+    if level not in XMINIGRID:
+        return None
+    env, params = xminigrid.make(XMINIGRID[level])
+    env = GymAutoResetWrapper(env)
+    local = envs // devices
+    actions = env.num_actions(params)
+
+    def rollout(timestep, key):
+        def body(timestep, key):
+            acts = jr.randint(key, (local,), 0, actions)
+            timestep = jax.vmap(env.step, in_axes=(None, 0, 0))(params, timestep, acts)
+            observed = timestep.observation.astype(jnp.int32).sum()
+            return timestep, (timestep.reward.sum(), timestep.last().sum(), observed)
+
+        timestep, out = jax.lax.scan(body, timestep, jr.split(key[0], steps))
+        return timestep, jax.tree.map(lambda x: x[None], out)
+
+    mesh = jax.make_mesh((devices,), ("envs",), devices=jax.devices()[:devices])
+    spec = jax.sharding.PartitionSpec("envs")
+    # xminigrid's autoreset `lax.cond` mixes replicated constants with per-shard state, which
+    # shard_map's varying-axis check refuses; the computation is per-shard either way.
+    rollout = jax.jit(
+        jax.shard_map(
+            rollout, mesh=mesh, in_specs=(spec, spec), out_specs=(spec, spec), check_vma=False
+        ),
+        donate_argnums=0,
+    )
+    reset = jax.jit(jax.vmap(env.reset, in_axes=(None, 0)))
+    sharding = jax.sharding.NamedSharding(mesh, spec)
+    timestep = jax.device_put(reset(params, jr.split(jr.key(0), envs)), sharding)
+    start = time.perf_counter()
+    timestep, out = rollout(timestep, jax.device_put(jr.split(jr.key(1), devices), sharding))
+    jax.block_until_ready(out)
+    compile_s = time.perf_counter() - start
+    best = float("inf")
+    for i in range(repeats):
+        start = time.perf_counter()
+        keys = jax.device_put(jr.split(jr.key(2 + i), devices), sharding)
+        timestep, out = rollout(timestep, keys)
+        jax.block_until_ready(out)
+        best = min(best, time.perf_counter() - start)
+    return envs * steps / best, compile_s
+
+
 def minigrid_steps_per_second(level: str, seconds: float) -> float | None:
     """Steps/s of the `minigrid` package in a Python loop, random actions; None if missing."""
     try:
@@ -139,6 +205,13 @@ def main() -> None:
         )
         results[name] = rate
         print(f"{name:<24} {rate:>12,.0f} steps/s  (compile {compile_s:.1f} s)")
+        theirs = xminigrid_steps_per_second(name, args.envs, args.steps, args.repeats, devices)
+        if theirs is not None:
+            results[f"xminigrid-{name}"] = theirs[0]
+            print(
+                f"{'  xminigrid ' + name:<24} {theirs[0]:>12,.0f} steps/s  (compile "
+                f"{theirs[1]:.1f} s): ours / xminigrid = {rate / theirs[0]:.2f}x"
+            )
     loop = minigrid_steps_per_second("MiniGrid-DoorKey-8x8-v0", args.minigrid_seconds)
     if loop is None:
         print("minigrid not installed: no Python-loop comparison")

@@ -14,6 +14,7 @@ import textwrap
 import warnings
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import jax.random as jr
 import jax.tree_util as jtu
@@ -155,6 +156,15 @@ def test_run_directory(run_a: pathlib.Path):
     assert set(found[0]) == {"step", "pool", "r2_test", "r2_ood"}
     eval_rows = [r for r in rows if r["pool"] not in ("train", "identification")]
     assert set(build_task(CONFIG).pools()) - {"train"} == EVAL_POOLS
+    # The history names the code that ran: this checkout's commit (None outside git).
+    (start,) = runs.run.read_history(run_a)
+    head = subprocess.run(
+        ["git", "-C", str(pathlib.Path(runs.__file__).parent), "rev-parse", "HEAD"],
+        capture_output=True,
+        text=True,
+    )
+    assert start["event"] == "start" and start["step"] == 0 and start["jax"] == jax.__version__
+    assert start["commit"] == (head.stdout.strip() if head.returncode == 0 else None)
     assert sorted(r["pool"] for r in eval_rows) == sorted(EVAL_POOLS)
     for row in eval_rows:
         assert row["step"] == STEPS
@@ -657,13 +667,15 @@ def test_resume_with_changed_optimizer_settings_when_asked(
     wider = dataclasses.replace(lower, outer=dataclasses.replace(lower.outer, meta_batch=8))
     with pytest.raises(RunError, match=r"outer\.meta_batch"):
         train(wider, out, resume=True, progress=False, allow_changes=True)
-    assert not (out / "history.jsonl").exists()
+    before = (out / "history.jsonl").read_text()
+    assert [json.loads(line)["event"] for line in before.splitlines()] == ["start"]
+    assert (out / "history.jsonl").read_text() == before  # the refusals recorded nothing
     train(lower, out, resume=True, progress=False, allow_changes=True)  # finished: no step
     assert read_config(out).outer.lr == 1e-3
     history = [json.loads(line) for line in (out / "history.jsonl").read_text().splitlines()]
-    assert history[0]["step"] == STEPS and history[0]["changes"] == [
-        "outer.lr: saved 0.01, given 0.001"
-    ]
+    assert history[-1]["event"] == "resume" and history[-1]["step"] == STEPS
+    assert history[-1]["changes"] == ["outer.lr: saved 0.01, given 0.001"]
+    assert history[-1]["commit"] == history[0]["commit"]  # the code's provenance, every time
 
 
 def test_an_inner_batch_larger_than_the_support_is_refused_before_compiling(

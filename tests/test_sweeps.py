@@ -54,6 +54,7 @@ def test_a_sweep_runs_every_run_once_and_reports(tmp_path, monkeypatch: pytest.M
         rows = list(csv.DictReader(f))
     assert len(rows) == 4 and {"ood.accuracy", "identification.r2_ood", "step"} <= set(rows[0])
     assert all(r["finished"] == "True" for r in rows)
+    assert len({r.get("commit") for r in rows}) == 1  # every run names the code it was trained at
     summary = json.loads((tmp_path / "summary.json").read_text())
     comp = next(e for e in summary if e["label"] == "comp" and e["metric"] == "ood.accuracy")
     values = [float(r["ood.accuracy"]) for r in rows if r["label"] == "comp"]
