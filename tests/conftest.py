@@ -1,9 +1,23 @@
 """Shared test setup: two simulated CPU devices and a tiny meta-training configuration."""
 
+import atexit
 import os
+import shutil
+import tempfile
 
 # Before JAX initializes its backends, so that tests can split meta-batches over 2 devices.
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
+
+# One persistent compilation cache for the session and the subprocesses its tests start
+# (they inherit the environment): many tests compile the same tiny programs in new closures
+# or new processes, which JAX's in-memory caches miss and this one does not (it halved the CPU
+# time of the run tests; measured in docs/results.md). Fresh for every session, removed at
+# exit: nothing carries over between sessions.
+_JAX_CACHE = tempfile.mkdtemp(prefix="zoo-tests-jax-cache-")
+atexit.register(shutil.rmtree, _JAX_CACHE, ignore_errors=True)
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", _JAX_CACHE)
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
 import pytest
 
