@@ -369,13 +369,19 @@ def _check_directory(
 # --------------------------------------------------------------------------- metrics
 
 
-def _append_history(out: Path, event: str, step: int, changes: list[str]) -> None:
+def _append_history(
+    out: Path, event: str, step: int, changes: list[str], mesh: jax.sharding.Mesh
+) -> None:
     """One line of `history.jsonl` for each start and resume: the step, the time, the settings
-    changed with --allow-changes, and the code's provenance (version, git commit, JAX)."""
+    changed with --allow-changes, the code's provenance (version, git commit, JAX, host CPU)
+    and the devices the batch is split over (their number and kind): what a run's exact numbers
+    depend on (README, "Same seed, same numbers")."""
     record = {"event": event, "step": step, "time": time.time()}
     if changes:
         record["changes"] = changes
     record |= provenance()
+    record["devices"] = int(mesh.devices.size)
+    record["device_kind"] = mesh.devices.flat[0].device_kind
     with (out / HISTORY_FILE).open("a") as f:
         f.write(json.dumps(record) + "\n")
 
@@ -591,7 +597,9 @@ def _train(config: TrainConfig, out: Path, progress: bool, allow_changes: bool) 
         if changes:  # the config now holds the new values; the history says which and when
             print(f"--allow-changes at step {int(state.step)}: " + "; ".join(changes))
         save_config(config, out)
-    _append_history(out, "resume" if resuming else "start", int(state.step), changes)
+    _append_history(
+        out, "resume" if resuming else "start", int(state.step), changes, algorithm.mesh
+    )
     if not checkpoints.steps():
         checkpoints.save(state)
     state = replicate(state, algorithm.mesh)
