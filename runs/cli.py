@@ -170,13 +170,16 @@ class UsageError(Exception):
 def parse_train(argv: list[str]) -> tuple[TrainConfig, Any]:
     """Parse `zoo train` arguments into a `TrainConfig` and the parsed command."""
     from . import algorithms
-    from .presets import get_preset
+    from .presets import UnknownNameError, get_preset
 
     preset_name, argv = _pop_preset(argv)
     algorithm_name, argv = _pop_option(argv, "--algorithm")
     base = None
     if preset_name is not None:
-        base = get_preset(preset_name)
+        try:
+            base = get_preset(preset_name)
+        except UnknownNameError as error:
+            raise UsageError(f"zoo train: {error.args[0]}") from None
         task_name, model_name = base.task_name, base.model_name
     else:
         names = []
@@ -404,7 +407,7 @@ def _info(argv: list[str]) -> int:
 
     from zoo import param_counts
 
-    from .presets import authors_counts, get_preset
+    from .presets import UnknownNameError, authors_counts, get_preset
     from .run import build, resolve
 
     command = tyro.cli(InfoCommand, args=argv, prog="zoo info")
@@ -425,8 +428,8 @@ def _info(argv: list[str]) -> int:
                     model_name=command.model,
                 )
             )
-    except plugins.PluginError as error:
-        print(f"zoo info: {error}", file=sys.stderr)
+    except (plugins.PluginError, UnknownNameError) as error:
+        print(f"zoo info: {error.args[0]}", file=sys.stderr)
         return 2
     _, model = eqx.filter_eval_shape(build, config)
     counts = param_counts(model)
@@ -469,12 +472,16 @@ class SweepCommand:
 
 
 def _sweep(argv: list[str]) -> int:
-    from .presets import get_sweep
+    from .presets import UnknownNameError, get_sweep
     from .run import RunInterrupted
     from .sweeps import run_sweep
 
     command = tyro.cli(SweepCommand, args=argv, prog="zoo sweep")
-    sweep = get_sweep(command.name)
+    try:
+        sweep = get_sweep(command.name)
+    except UnknownNameError as error:
+        print(f"zoo sweep: {error.args[0]}", file=sys.stderr)
+        return 2
     try:
         failures = run_sweep(
             sweep,

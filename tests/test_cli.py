@@ -15,8 +15,8 @@ from conftest import make_tiny_config
 import runs.run
 from runs.algorithms.config import BilevelConfig
 from runs.checkpoint import Checkpoints
-from runs.cli import main, parse_train
-from runs.presets import get_preset
+from runs.cli import UsageError, main, parse_train
+from runs.presets import get_preset, get_sweep
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PLUGIN_PKG = REPO / "tests" / "plugin_pkg"
@@ -222,9 +222,23 @@ def test_presets(capsys: pytest.CaptureFixture[str]):
     assert config.task == preset.task and config.model == preset.model
     assert config.outer == preset.outer and config.task.split == "compositional"
     assert command.out.name == "schug2024-hyperteacher-compositional"
-    with pytest.raises(SystemExit) as info:
+    with pytest.raises(UsageError, match="Did you mean 'schug2024/hyperteacher-compositional'"):
         parse_train(["--preset", "schug2024/hyperteacher-compositinal"])
-    assert "Did you mean schug2024/hyperteacher-compositional" in str(info.value.code)
+
+
+def test_unknown_preset_or_sweep_is_a_lookup_error(capsys: pytest.CaptureFixture[str]):
+    """Library code raises an exception a caller can catch, never `SystemExit`; the CLI
+    turns it into a message and exit status 2."""
+    from runs.presets import UnknownNameError
+
+    with pytest.raises(UnknownNameError, match="Did you mean 'schug2024/fig2c-cpu'"):
+        get_sweep("schug2024/fig2c-cp")
+    with pytest.raises(LookupError, match="`zoo presets` lists them all"):
+        get_preset("nothing-like-it")
+    assert main(["train", "--preset", "schug2024/hyperteacher-compositinal"]) == 2
+    assert "Unknown preset 'schug2024/hyperteacher-compositinal'" in capsys.readouterr().err
+    assert main(["info", "--preset", "schug2024/hyperteacher-compositinal"]) == 2
+    assert "Did you mean" in capsys.readouterr().err
 
 
 def test_train_eval_resume(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]):
