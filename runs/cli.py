@@ -8,8 +8,11 @@ runs, `zoo show TASK` draws a few episodes of a task.
 """
 
 import dataclasses
+import difflib
 import json
+import os
 import sys
+from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -19,7 +22,7 @@ import plugins
 
 from .config import EvalConfig, InnerConfig, OuterConfig, RunConfig, TrainConfig
 
-USAGE = """usage: zoo COMMAND ...
+USAGE = """usage: zoo COMMAND ...   |   zoo --version
 
 commands:
   train TASK MODEL [flags]   train MODEL on TASK (zoo train --help lists tasks and models);
@@ -167,6 +170,10 @@ class UsageError(Exception):
     """The command line names no task and model, or unknown ones."""
 
 
+class HelpRequested(UsageError):
+    """`zoo train --help` (with no task and model named): the message is the usage."""
+
+
 def parse_train(argv: list[str]) -> tuple[TrainConfig, Any]:
     """Parse `zoo train` arguments into a `TrainConfig` and the parsed command."""
     from . import algorithms
@@ -186,7 +193,8 @@ def parse_train(argv: list[str]) -> tuple[TrainConfig, Any]:
         while argv and not argv[0].startswith("-") and len(names) < 2:
             names.append(argv.pop(0))
         if len(names) < 2:
-            raise UsageError(_train_usage())
+            wanted = "-h" in argv or "--help" in argv
+            raise (HelpRequested if wanted else UsageError)(_train_usage())
         task_name, model_name = names
     try:
         task_spec, model_spec = plugins.task_spec(task_name), plugins.model_spec(model_name)
@@ -233,6 +241,9 @@ def _train(argv: list[str]) -> int:
 
     try:
         config, command = parse_train(argv)
+    except HelpRequested as usage:
+        print(usage)
+        return 0
     except UsageError as error:
         print(error, file=sys.stderr)
         return 2
@@ -385,8 +396,9 @@ def _presets(argv: list[str]) -> int:
     del argv
     from .presets import PRESETS
 
+    width = max(map(len, PRESETS))
     for name, (description, _) in PRESETS.items():
-        print(f"{name:<45} {description}")
+        print(f"{name:<{width}}  {description}")
     return 0
 
 
@@ -661,17 +673,44 @@ COMMANDS = {
 }
 
 
+DISTRIBUTIONS = ("compgen-zoo", "zoo")
+"""Names the zoo's distribution has had, newest first (`zoo --version` reads the installed one)."""
+
+
+def version() -> str:
+    """`"NAME VERSION"` of the installed distribution of the zoo (importlib.metadata), or a
+    note that it is not installed (the code run from a source checkout)."""
+    for name in DISTRIBUTIONS:
+        try:
+            return f"{name} {metadata.version(name)}"
+        except metadata.PackageNotFoundError:
+            continue
+    return "zoo (version unknown: not installed, run from a source checkout)"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `zoo` console script."""
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
         return 0
+    if argv[0] == "--version":
+        print(version())
+        return 0
     command = COMMANDS.get(argv[0])
     if command is None:
-        print(f"zoo: unknown command {argv[0]!r}.\n\n{USAGE}", file=sys.stderr)
+        close = difflib.get_close_matches(argv[0], COMMANDS, n=3)
+        hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
+        print(f"zoo: unknown command {argv[0]!r}.{hint}\n\n{USAGE}", file=sys.stderr)
         return 2
-    return command(argv[1:])
+    try:
+        code = command(argv[1:])
+        sys.stdout.flush()  # here, where a reader gone is caught, not at exit
+        return code
+    except BrokenPipeError:  # e.g. `zoo presets | head`: the reader left; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's own flush at exit would fail again
+        return 1
 
 
 if __name__ == "__main__":

@@ -139,7 +139,44 @@ def test_no_command_prints_usage(capsys: pytest.CaptureFixture[str]):
     assert main([]) == 0
     assert "usage: zoo COMMAND" in capsys.readouterr().out
     assert main(["trian"]) == 2
-    assert "unknown command 'trian'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "unknown command 'trian'. Did you mean 'train'?" in err
+    assert "usage: zoo COMMAND" in err
+
+
+def test_version(capsys: pytest.CaptureFixture[str]):
+    from importlib import metadata
+
+    assert main(["--version"]) == 0
+    out = capsys.readouterr().out
+    name, version = out.split()
+    assert name in ("compgen-zoo", "zoo") and version == metadata.version(name)
+
+
+def test_train_help_exits_0_on_stdout(capsys: pytest.CaptureFixture[str]):
+    for flag in ("--help", "-h"):
+        assert main(["train", flag]) == 0
+        captured = capsys.readouterr()
+        assert "usage: zoo train TASK MODEL" in captured.out and "models:" in captured.out
+        assert captured.err == ""
+    assert main(["train", "hyperteacher", "--help"]) == 0
+    assert "usage: zoo train TASK MODEL" in capsys.readouterr().out
+
+
+def test_a_closed_pipe_is_no_error(tmp_path: pathlib.Path):
+    """`zoo presets | head -1`: the reader leaves early; no traceback."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "runs.cli", "presets"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # before the child writes anything: it starts up for a second
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=120) == 1
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
 
 
 def test_train_without_names_lists_tasks_and_models(capsys: pytest.CaptureFixture[str]):
@@ -224,6 +261,17 @@ def test_presets(capsys: pytest.CaptureFixture[str]):
     assert command.out.name == "schug2024-hyperteacher-compositional"
     with pytest.raises(UsageError, match="Did you mean 'schug2024/hyperteacher-compositional'"):
         parse_train(["--preset", "schug2024/hyperteacher-compositinal"])
+
+
+def test_presets_columns_align(capsys: pytest.CaptureFixture[str]):
+    from runs.presets import PRESETS
+
+    assert main(["presets"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(PRESETS)
+    descriptions = [description for description, _ in PRESETS.values()]
+    columns = {line.index(d) for line, d in zip(lines, descriptions, strict=True)}
+    assert len(columns) == 1, "the descriptions start in different columns"
 
 
 def test_unknown_preset_or_sweep_is_a_lookup_error(capsys: pytest.CaptureFixture[str]):
