@@ -267,13 +267,55 @@ def _train(argv: list[str]) -> int:
     except RunInterrupted as error:
         print(f"zoo train: {error}", file=sys.stderr)
         return 130
+    last = _last_evaluation(out)
+    if last is not None:
+        print(format_metrics(*last))
     print(f"run saved in {out}")
     return 0
 
 
+def _last_evaluation(directory: Path) -> tuple[int, dict, dict] | None:
+    """The step, metrics per pool and identification metrics of the last evaluation in a run's
+    metrics.jsonl (None if it holds none)."""
+    from .run import read_metrics
+
+    rows = [row for row in read_metrics(directory) if row["pool"] != "train"]
+    if not rows:
+        return None
+    step = max(row["step"] for row in rows)
+    pools = {
+        row["pool"]: {k: v for k, v in row.items() if k not in ("step", "pool")}
+        for row in rows
+        if row["step"] == step
+    }
+    return step, pools, pools.pop("identification", {})
+
+
+def format_metrics(step: int, pools: dict[str, dict], found: dict[str, float]) -> str:
+    """An evaluation as a table: a row per pool, a column per metric, then a row per
+    identification metric (`zoo eval`, and `zoo train` at its end)."""
+    names = sorted({k for values in pools.values() for k in values})
+    first = max([10, *(len(n) + 2 for n in [*pools, *found])])
+    widths = [max(12, len(n) + 2) for n in names]
+    lines = [
+        f"{'pool':<{first}}"
+        + "".join(f"{n:>{w}}" for n, w in zip(names, widths, strict=True))
+        + f"   (step {step})"
+    ]
+    for pool, values in pools.items():
+        cells = (
+            f"{values.get(n, float('nan')):>{w}.4f}" for n, w in zip(names, widths, strict=True)
+        )
+        lines.append(f"{pool:<{first}}" + "".join(cells))
+    lines += [f"{name:<{first}}{value:>12.4f}" for name, value in found.items()]
+    return "\n".join(lines)
+
+
 @dataclasses.dataclass(frozen=True)
 class EvalCommand:
-    """Evaluate a saved run on every evaluation pool of its task; writes DIR/eval.json."""
+    """Evaluate a saved run on every evaluation pool of its task; writes DIR/eval.json (an
+    earlier evaluation there with other results is kept under a name of its own, e.g.
+    DIR/eval-step2.json)."""
 
     directory: Annotated[Path, tyro.conf.Positional]
     """The run directory."""
@@ -294,7 +336,7 @@ class EvalCommand:
 
 def _eval(argv: list[str]) -> int:
     from .lock import atomic_write_text
-    from .run import RunError, build_task, evaluate_all, load
+    from .run import RunError, build_task, describe_evaluation, evaluate_all, load
 
     command = tyro.cli(EvalCommand, args=argv, prog="zoo eval")
     for flag, value, least in (
@@ -311,6 +353,7 @@ def _eval(argv: list[str]) -> int:
     except RunError as error:
         print(f"zoo eval: {error}", file=sys.stderr)
         return 1
+    run_tasks = config.eval.tasks
     if command.tasks is not None:
         config = dataclasses.replace(
             config, eval=dataclasses.replace(config.eval, tasks=command.tasks)
@@ -337,26 +380,32 @@ def _eval(argv: list[str]) -> int:
             return 2
         output = command.directory / f"eval-{command.task.replace(':', '-')}.json"
     task = build_task(config)
+    print(
+        f"zoo eval: step {step} of {command.directory}: {describe_evaluation(task, config)}...",
+        file=sys.stderr,
+        flush=True,
+    )
     results = evaluate_all(model, task, config, inner_steps=command.inner_steps)
     found = results.pop("identification", {})
     report = {
         "step": step,
         "task": config.task_name,
         "inner_steps": command.inner_steps,
+        "tasks": config.eval.tasks,
         "pools": results,
         "identification": found,
     }
-    names = sorted({k for v in results.values() for k in v})
-    print(f"{'pool':<10}" + "".join(f"{n:>12}" for n in names) + f"   (step {step})")
-    for pool, values in results.items():
-        print(f"{pool:<10}" + "".join(f"{values.get(n, float('nan')):>12.4f}" for n in names))
-    for name, value in found.items():
-        print(f"{name:<10}{value:>12.4f}")
+    print(format_metrics(step, results, found))
     try:  # after printing: a directory that cannot take the file loses nothing shown
+        kept = _keep_earlier(output, report, run_tasks)
         atomic_write_text(output, json.dumps(report, indent=2) + "\n")
     except OSError as error:
         print(f"zoo eval: could not write {output} ({error}).", file=sys.stderr)
         return 1
+    print(
+        f"wrote {output}"
+        + (f" (the earlier evaluation there is kept as {kept.name})" if kept else "")
+    )
     if command.activity > 0:
         import jax.random as jr
 
@@ -384,6 +433,39 @@ def _eval(argv: list[str]) -> int:
         fractions = " ".join(f"{f:.2f}" for f in summary["active_fraction"])
         print(f"active fraction per module: {fractions} -> {command.directory / 'activity.png'}")
     return 0
+
+
+def _keep_earlier(output: Path, report: dict, run_tasks: int) -> Path | None:
+    """If `output` holds an evaluation other than `report`, move it to a name of its own (its
+    step, and its settings other than the run's: `eval-step2.json`,
+    `eval-step4-inner50-tasks500.json`; a number added if that is taken) and return that path;
+    None if there was nothing to keep."""
+    if not output.exists():
+        return None
+    try:
+        earlier = json.loads(output.read_text())
+    except ValueError:
+        earlier = None
+    if earlier == report:  # the same numbers: nothing is lost
+        return None
+    parts = [output.stem]
+    if isinstance(earlier, dict):
+        for key, tag, usual in (
+            ("step", "step", None),
+            ("inner_steps", "inner", None),
+            ("tasks", "tasks", run_tasks),
+        ):
+            if earlier.get(key) not in (None, usual):
+                parts.append(f"{tag}{earlier[key]}")
+    if len(parts) == 1:  # unreadable, or no step: a name of its own all the same
+        parts.append("earlier")
+    kept, n = output.with_name("-".join(parts) + output.suffix), 2
+    while kept.exists():
+        if kept.read_bytes() == output.read_bytes():  # kept already
+            return kept
+        kept, n = output.with_name(f"{'-'.join(parts)}-{n}{output.suffix}"), n + 1
+    output.rename(kept)
+    return kept
 
 
 def _list(argv: list[str]) -> int:
