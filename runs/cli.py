@@ -8,8 +8,11 @@ runs, `zoo show TASK` draws a few episodes of a task.
 """
 
 import dataclasses
+import difflib
 import json
+import os
 import sys
+from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -19,7 +22,7 @@ import plugins
 
 from .config import EvalConfig, InnerConfig, OuterConfig, RunConfig, TrainConfig
 
-USAGE = """usage: zoo COMMAND ...
+USAGE = """usage: zoo COMMAND ...   |   zoo --version
 
 commands:
   train TASK MODEL [flags]   train MODEL on TASK (zoo train --help lists tasks and models);
@@ -167,23 +170,31 @@ class UsageError(Exception):
     """The command line names no task and model, or unknown ones."""
 
 
+class HelpRequested(UsageError):
+    """`zoo train --help` (with no task and model named): the message is the usage."""
+
+
 def parse_train(argv: list[str]) -> tuple[TrainConfig, Any]:
     """Parse `zoo train` arguments into a `TrainConfig` and the parsed command."""
     from . import algorithms
-    from .presets import get_preset
+    from .presets import UnknownNameError, get_preset
 
     preset_name, argv = _pop_preset(argv)
     algorithm_name, argv = _pop_option(argv, "--algorithm")
     base = None
     if preset_name is not None:
-        base = get_preset(preset_name)
+        try:
+            base = get_preset(preset_name)
+        except UnknownNameError as error:
+            raise UsageError(f"zoo train: {error.args[0]}") from None
         task_name, model_name = base.task_name, base.model_name
     else:
         names = []
         while argv and not argv[0].startswith("-") and len(names) < 2:
             names.append(argv.pop(0))
         if len(names) < 2:
-            raise UsageError(_train_usage())
+            wanted = "-h" in argv or "--help" in argv
+            raise (HelpRequested if wanted else UsageError)(_train_usage())
         task_name, model_name = names
     try:
         task_spec, model_spec = plugins.task_spec(task_name), plugins.model_spec(model_name)
@@ -230,6 +241,9 @@ def _train(argv: list[str]) -> int:
 
     try:
         config, command = parse_train(argv)
+    except HelpRequested as usage:
+        print(usage)
+        return 0
     except UsageError as error:
         print(error, file=sys.stderr)
         return 2
@@ -253,13 +267,55 @@ def _train(argv: list[str]) -> int:
     except RunInterrupted as error:
         print(f"zoo train: {error}", file=sys.stderr)
         return 130
+    last = _last_evaluation(out)
+    if last is not None:
+        print(format_metrics(*last))
     print(f"run saved in {out}")
     return 0
 
 
+def _last_evaluation(directory: Path) -> tuple[int, dict, dict] | None:
+    """The step, metrics per pool and identification metrics of the last evaluation in a run's
+    metrics.jsonl (None if it holds none)."""
+    from .run import read_metrics
+
+    rows = [row for row in read_metrics(directory) if row["pool"] != "train"]
+    if not rows:
+        return None
+    step = max(row["step"] for row in rows)
+    pools = {
+        row["pool"]: {k: v for k, v in row.items() if k not in ("step", "pool")}
+        for row in rows
+        if row["step"] == step
+    }
+    return step, pools, pools.pop("identification", {})
+
+
+def format_metrics(step: int, pools: dict[str, dict], found: dict[str, float]) -> str:
+    """An evaluation as a table: a row per pool, a column per metric, then a row per
+    identification metric (`zoo eval`, and `zoo train` at its end)."""
+    names = sorted({k for values in pools.values() for k in values})
+    first = max([10, *(len(n) + 2 for n in [*pools, *found])])
+    widths = [max(12, len(n) + 2) for n in names]
+    lines = [
+        f"{'pool':<{first}}"
+        + "".join(f"{n:>{w}}" for n, w in zip(names, widths, strict=True))
+        + f"   (step {step})"
+    ]
+    for pool, values in pools.items():
+        cells = (
+            f"{values.get(n, float('nan')):>{w}.4f}" for n, w in zip(names, widths, strict=True)
+        )
+        lines.append(f"{pool:<{first}}" + "".join(cells))
+    lines += [f"{name:<{first}}{value:>12.4f}" for name, value in found.items()]
+    return "\n".join(lines)
+
+
 @dataclasses.dataclass(frozen=True)
 class EvalCommand:
-    """Evaluate a saved run on every evaluation pool of its task; writes DIR/eval.json."""
+    """Evaluate a saved run on every evaluation pool of its task; writes DIR/eval.json (an
+    earlier evaluation there with other results is kept under a name of its own, e.g.
+    DIR/eval-step2.json)."""
 
     directory: Annotated[Path, tyro.conf.Positional]
     """The run directory."""
@@ -280,7 +336,7 @@ class EvalCommand:
 
 def _eval(argv: list[str]) -> int:
     from .lock import atomic_write_text
-    from .run import RunError, build_task, evaluate_all, load
+    from .run import RunError, build_task, describe_evaluation, evaluate_all, load
 
     command = tyro.cli(EvalCommand, args=argv, prog="zoo eval")
     for flag, value, least in (
@@ -297,6 +353,7 @@ def _eval(argv: list[str]) -> int:
     except RunError as error:
         print(f"zoo eval: {error}", file=sys.stderr)
         return 1
+    run_tasks = config.eval.tasks
     if command.tasks is not None:
         config = dataclasses.replace(
             config, eval=dataclasses.replace(config.eval, tasks=command.tasks)
@@ -323,26 +380,32 @@ def _eval(argv: list[str]) -> int:
             return 2
         output = command.directory / f"eval-{command.task.replace(':', '-')}.json"
     task = build_task(config)
+    print(
+        f"zoo eval: step {step} of {command.directory}: {describe_evaluation(task, config)}...",
+        file=sys.stderr,
+        flush=True,
+    )
     results = evaluate_all(model, task, config, inner_steps=command.inner_steps)
     found = results.pop("identification", {})
     report = {
         "step": step,
         "task": config.task_name,
         "inner_steps": command.inner_steps,
+        "tasks": config.eval.tasks,
         "pools": results,
         "identification": found,
     }
-    names = sorted({k for v in results.values() for k in v})
-    print(f"{'pool':<10}" + "".join(f"{n:>12}" for n in names) + f"   (step {step})")
-    for pool, values in results.items():
-        print(f"{pool:<10}" + "".join(f"{values.get(n, float('nan')):>12.4f}" for n in names))
-    for name, value in found.items():
-        print(f"{name:<10}{value:>12.4f}")
+    print(format_metrics(step, results, found))
     try:  # after printing: a directory that cannot take the file loses nothing shown
+        kept = _keep_earlier(output, report, run_tasks)
         atomic_write_text(output, json.dumps(report, indent=2) + "\n")
     except OSError as error:
         print(f"zoo eval: could not write {output} ({error}).", file=sys.stderr)
         return 1
+    print(
+        f"wrote {output}"
+        + (f" (the earlier evaluation there is kept as {kept.name})" if kept else "")
+    )
     if command.activity > 0:
         import jax.random as jr
 
@@ -372,6 +435,39 @@ def _eval(argv: list[str]) -> int:
     return 0
 
 
+def _keep_earlier(output: Path, report: dict, run_tasks: int) -> Path | None:
+    """If `output` holds an evaluation other than `report`, move it to a name of its own (its
+    step, and its settings other than the run's: `eval-step2.json`,
+    `eval-step4-inner50-tasks500.json`; a number added if that is taken) and return that path;
+    None if there was nothing to keep."""
+    if not output.exists():
+        return None
+    try:
+        earlier = json.loads(output.read_text())
+    except ValueError:
+        earlier = None
+    if earlier == report:  # the same numbers: nothing is lost
+        return None
+    parts = [output.stem]
+    if isinstance(earlier, dict):
+        for key, tag, usual in (
+            ("step", "step", None),
+            ("inner_steps", "inner", None),
+            ("tasks", "tasks", run_tasks),
+        ):
+            if earlier.get(key) not in (None, usual):
+                parts.append(f"{tag}{earlier[key]}")
+    if len(parts) == 1:  # unreadable, or no step: a name of its own all the same
+        parts.append("earlier")
+    kept, n = output.with_name("-".join(parts) + output.suffix), 2
+    while kept.exists():
+        if kept.read_bytes() == output.read_bytes():  # kept already
+            return kept
+        kept, n = output.with_name(f"{'-'.join(parts)}-{n}{output.suffix}"), n + 1
+    output.rename(kept)
+    return kept
+
+
 def _list(argv: list[str]) -> int:
     del argv
     print(plugins.format_listing())
@@ -382,8 +478,9 @@ def _presets(argv: list[str]) -> int:
     del argv
     from .presets import PRESETS
 
+    width = max(map(len, PRESETS))
     for name, (description, _) in PRESETS.items():
-        print(f"{name:<45} {description}")
+        print(f"{name:<{width}}  {description}")
     return 0
 
 
@@ -404,7 +501,7 @@ def _info(argv: list[str]) -> int:
 
     from zoo import param_counts
 
-    from .presets import authors_counts, get_preset
+    from .presets import UnknownNameError, authors_counts, get_preset
     from .run import build, resolve
 
     command = tyro.cli(InfoCommand, args=argv, prog="zoo info")
@@ -425,8 +522,8 @@ def _info(argv: list[str]) -> int:
                     model_name=command.model,
                 )
             )
-    except plugins.PluginError as error:
-        print(f"zoo info: {error}", file=sys.stderr)
+    except (plugins.PluginError, UnknownNameError) as error:
+        print(f"zoo info: {error.args[0]}", file=sys.stderr)
         return 2
     _, model = eqx.filter_eval_shape(build, config)
     counts = param_counts(model)
@@ -469,12 +566,16 @@ class SweepCommand:
 
 
 def _sweep(argv: list[str]) -> int:
-    from .presets import get_sweep
+    from .presets import UnknownNameError, get_sweep
     from .run import RunInterrupted
     from .sweeps import run_sweep
 
     command = tyro.cli(SweepCommand, args=argv, prog="zoo sweep")
-    sweep = get_sweep(command.name)
+    try:
+        sweep = get_sweep(command.name)
+    except UnknownNameError as error:
+        print(f"zoo sweep: {error.args[0]}", file=sys.stderr)
+        return 2
     try:
         failures = run_sweep(
             sweep,
@@ -654,17 +755,44 @@ COMMANDS = {
 }
 
 
+DISTRIBUTIONS = ("compgen-zoo", "zoo")
+"""Names the zoo's distribution has had, newest first (`zoo --version` reads the installed one)."""
+
+
+def version() -> str:
+    """`"NAME VERSION"` of the installed distribution of the zoo (importlib.metadata), or a
+    note that it is not installed (the code run from a source checkout)."""
+    for name in DISTRIBUTIONS:
+        try:
+            return f"{name} {metadata.version(name)}"
+        except metadata.PackageNotFoundError:
+            continue
+    return "zoo (version unknown: not installed, run from a source checkout)"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `zoo` console script."""
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
         return 0
+    if argv[0] == "--version":
+        print(version())
+        return 0
     command = COMMANDS.get(argv[0])
     if command is None:
-        print(f"zoo: unknown command {argv[0]!r}.\n\n{USAGE}", file=sys.stderr)
+        close = difflib.get_close_matches(argv[0], COMMANDS, n=3)
+        hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
+        print(f"zoo: unknown command {argv[0]!r}.{hint}\n\n{USAGE}", file=sys.stderr)
         return 2
-    return command(argv[1:])
+    try:
+        code = command(argv[1:])
+        sys.stdout.flush()  # here, where a reader gone is caught, not at exit
+        return code
+    except BrokenPipeError:  # e.g. `zoo presets | head`: the reader left; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's own flush at exit would fail again
+        return 1
 
 
 if __name__ == "__main__":

@@ -59,6 +59,7 @@ The other `-cpu` presets are CPU-scale versions (docs/results.md says how they d
 
 import dataclasses
 import difflib
+from collections.abc import Iterable
 
 from tasks.config import (
     CompositionalGoalsConfig,
@@ -580,12 +581,24 @@ PRESETS.update(
 )
 
 
+class UnknownNameError(LookupError):
+    """A preset or sweep name that is not in `PRESETS` / `SWEEPS`; the message names the close
+    matches."""
+
+
+def _unknown(kind: str, name: str, names: Iterable[str], listing: str) -> UnknownNameError:
+    close = difflib.get_close_matches(name, list(names), n=3)
+    hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
+    return UnknownNameError(f"Unknown {kind} {name!r}.{hint} `{listing}` lists them all.")
+
+
 def get_preset(name: str) -> TrainConfig:
-    """The preset `name`; an unknown name is an error listing the close matches."""
+    """The preset `name`.
+
+    **Raises:** `UnknownNameError` (a `LookupError`) naming the close matches if there is no
+    such preset."""
     if name not in PRESETS:
-        close = difflib.get_close_matches(name, PRESETS, n=3)
-        hint = f" Did you mean {', '.join(close)}?" if close else ""
-        raise SystemExit(f"zoo: unknown preset {name!r}.{hint} `zoo presets` lists them all.")
+        raise _unknown("preset", name, PRESETS, "zoo presets")
     return PRESETS[name][1]
 
 
@@ -932,9 +945,10 @@ SWEEPS: dict[str, Sweep] = {
 
 
 def get_sweep(name: str) -> Sweep:
-    """The sweep `name`; an unknown name is an error listing the close matches."""
+    """The sweep `name`.
+
+    **Raises:** `UnknownNameError` (a `LookupError`) naming the close matches if there is no
+    such sweep."""
     if name not in SWEEPS:
-        close = difflib.get_close_matches(name, SWEEPS, n=3)
-        hint = f" Did you mean {', '.join(close)}?" if close else ""
-        raise SystemExit(f"zoo: unknown sweep {name!r}.{hint} `zoo sweeps` lists them all.")
+        raise _unknown("sweep", name, SWEEPS, "zoo sweeps")
     return SWEEPS[name]

@@ -15,6 +15,7 @@ import dataclasses
 import json
 import os
 import shutil
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -491,6 +492,15 @@ def identification(
     return found.get("identification", {})
 
 
+def describe_evaluation(task: Any, config: TrainConfig) -> str:
+    """What an evaluation of the run does, in words for the screen: `"evaluating test, ood
+    (256 tasks each)"`, or for an environment `"evaluating 256 episodes"`."""
+    if not isinstance(task, AbstractTask):
+        return f"evaluating {config.eval.tasks} episodes"
+    pools = [p for p in task.pools() if p != "train" and p in (config.eval.pools or (p,))]
+    return f"evaluating {', '.join(pools)} ({config.eval.tasks} tasks each)"
+
+
 # --------------------------------------------------------------------------- training
 
 
@@ -570,6 +580,13 @@ def train(
 
 def _train(config: TrainConfig, out: Path, progress: bool, allow_changes: bool) -> Path:
     """`train`, its directory checked and locked."""
+    with _progress(config.run.steps, 0, progress) as bar:  # shown from the start
+        return _train_in(config, out, _Status(bar), allow_changes)
+
+
+def _train_in(config: TrainConfig, out: Path, status: "_Status", allow_changes: bool) -> Path:
+    """`_train` with its progress bar."""
+    status.phase("building the task and model")
     task, model = build(config)
     # Checked again under the lock: another writer may have started or finished since.
     resuming = (out / CONFIG_FILE).exists()
@@ -601,11 +618,12 @@ def _train(config: TrainConfig, out: Path, progress: bool, allow_changes: bool) 
         out, "resume" if resuming else "start", int(state.step), changes, algorithm.mesh
     )
     if not checkpoints.steps():
+        status.phase("saving the first checkpoint")
         checkpoints.save(state)
     state = replicate(state, algorithm.mesh)
 
     step, total = int(state.step), config.run.steps
-    bar = _progress(total, step, progress)
+    bar = status.start(step)
     start = time.perf_counter()
     rows: list[dict] = []  # rows not yet written
     shown: dict = {}  # the last training row, for the progress bar
@@ -626,8 +644,10 @@ def _train(config: TrainConfig, out: Path, progress: bool, allow_changes: bool) 
         shown = row
 
     def evaluation(step, state, metrics):
+        status.phase(describe_evaluation(task, config), line=step == total)
         for pool, values in algorithm.evaluate(task, state.model, eval_key, config.eval).items():
             rows.append({"step": step, "pool": pool, **values})
+        status.phase(None)
 
     def write(step, state, metrics):
         # Before the checkpoint of the same step: a run is finished only once its final
@@ -644,21 +664,28 @@ def _train(config: TrainConfig, out: Path, progress: bool, allow_changes: bool) 
 
     hooks: list[tuple[Hook, int]] = [
         (log, 1),
+        (show, 1),  # before the evaluation: the bar shows the steps done while it runs
         (evaluation, config.eval.every),
         (write, 1),
         (checkpoint, config.run.checkpoint_every),
-        (show, 1),
     ]
     last_good = checkpoints.steps()[-1]
     per_call = config.run.steps_per_call
     in_flight, pending = 0, None  # a chunk dispatched whose hooks have not run
+    compiled: set[int] = set()  # the chunk lengths compiled so far
     try:
         while step < total:
             # Chunks end on multiples of steps_per_call, so a resumed run splits alike.
             length = min(per_call - step % per_call, total - step)
+            compiling = length not in compiled
+            if compiling:
+                status.phase(f"compiling the training step ({length} steps per call)", line=True)
             state, pending = train_chunk(algorithm, task, state, length)
             in_flight = length
             metrics = {k: np.asarray(v) for k, v in pending.items()}
+            if compiling:
+                compiled.add(length)
+                status.phase(None)
             finite = np.isfinite(metrics["loss"])
             # Steps up to the first non-finite loss (all of them if there is none).
             upto = length if finite.all() else int(np.argmin(finite))
@@ -736,6 +763,33 @@ def _progress(total: int, initial: int, enabled: bool):
     from tqdm.auto import tqdm
 
     return tqdm(total=total, initial=initial, desc="train", unit="step", disable=not enabled)
+
+
+class _Status:
+    """Says what a run is doing while nothing else moves on the screen (building, compiling,
+    evaluating). With a progress bar: in the bar's description, `train - compiling ...`, the
+    bar shown from the start. Without one (`--no-progress`, e.g. a sweep's log): a line on stderr
+    for the long phases only, the compilation of the training step and the final evaluation."""
+
+    def __init__(self, bar: Any):
+        self.bar = bar
+
+    def phase(self, words: str | None, line: bool = False) -> None:
+        """Show `words` as the current phase (None: training again); with no bar, print them
+        on a line of stderr if `line`."""
+        if not self.bar.disable:
+            self.bar.set_description_str("train" if words is None else f"train - {words}")
+        elif line and words is not None:
+            print(f"{words}...", file=sys.stderr, flush=True)
+
+    def start(self, step: int) -> Any:
+        """The bar, restarted at `step` (the clock too: the start-up is not training time)."""
+        bar = self.bar
+        if not bar.disable:
+            bar.initial = bar.n = bar.last_print_n = step
+            bar.start_t = bar.last_print_t = time.time()
+            bar.refresh()
+        return bar
 
 
 # --------------------------------------------------------------------------- loading

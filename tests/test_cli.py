@@ -15,8 +15,8 @@ from conftest import make_tiny_config
 import runs.run
 from runs.algorithms.config import BilevelConfig
 from runs.checkpoint import Checkpoints
-from runs.cli import main, parse_train
-from runs.presets import get_preset
+from runs.cli import UsageError, main, parse_train
+from runs.presets import get_preset, get_sweep
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PLUGIN_PKG = REPO / "tests" / "plugin_pkg"
@@ -139,7 +139,44 @@ def test_no_command_prints_usage(capsys: pytest.CaptureFixture[str]):
     assert main([]) == 0
     assert "usage: zoo COMMAND" in capsys.readouterr().out
     assert main(["trian"]) == 2
-    assert "unknown command 'trian'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "unknown command 'trian'. Did you mean 'train'?" in err
+    assert "usage: zoo COMMAND" in err
+
+
+def test_version(capsys: pytest.CaptureFixture[str]):
+    from importlib import metadata
+
+    assert main(["--version"]) == 0
+    out = capsys.readouterr().out
+    name, version = out.split()
+    assert name in ("compgen-zoo", "zoo") and version == metadata.version(name)
+
+
+def test_train_help_exits_0_on_stdout(capsys: pytest.CaptureFixture[str]):
+    for flag in ("--help", "-h"):
+        assert main(["train", flag]) == 0
+        captured = capsys.readouterr()
+        assert "usage: zoo train TASK MODEL" in captured.out and "models:" in captured.out
+        assert captured.err == ""
+    assert main(["train", "hyperteacher", "--help"]) == 0
+    assert "usage: zoo train TASK MODEL" in capsys.readouterr().out
+
+
+def test_a_closed_pipe_is_no_error(tmp_path: pathlib.Path):
+    """`zoo presets | head -1`: the reader leaves early; no traceback."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "runs.cli", "presets"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # before the child writes anything: it starts up for a second
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=120) == 1
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
 
 
 def test_train_without_names_lists_tasks_and_models(capsys: pytest.CaptureFixture[str]):
@@ -222,16 +259,57 @@ def test_presets(capsys: pytest.CaptureFixture[str]):
     assert config.task == preset.task and config.model == preset.model
     assert config.outer == preset.outer and config.task.split == "compositional"
     assert command.out.name == "schug2024-hyperteacher-compositional"
-    with pytest.raises(SystemExit) as info:
+    with pytest.raises(UsageError, match="Did you mean 'schug2024/hyperteacher-compositional'"):
         parse_train(["--preset", "schug2024/hyperteacher-compositinal"])
-    assert "Did you mean schug2024/hyperteacher-compositional" in str(info.value.code)
+
+
+def test_presets_columns_align(capsys: pytest.CaptureFixture[str]):
+    from runs.presets import PRESETS
+
+    assert main(["presets"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(PRESETS)
+    descriptions = [description for description, _ in PRESETS.values()]
+    columns = {line.index(d) for line, d in zip(lines, descriptions, strict=True)}
+    assert len(columns) == 1, "the descriptions start in different columns"
+
+
+def test_unknown_preset_or_sweep_is_a_lookup_error(capsys: pytest.CaptureFixture[str]):
+    """Library code raises an exception a caller can catch, never `SystemExit`; the CLI
+    turns it into a message and exit status 2."""
+    from runs.presets import UnknownNameError
+
+    with pytest.raises(UnknownNameError, match="Did you mean 'schug2024/fig2c-cpu'"):
+        get_sweep("schug2024/fig2c-cp")
+    with pytest.raises(LookupError, match="`zoo presets` lists them all"):
+        get_preset("nothing-like-it")
+    assert main(["train", "--preset", "schug2024/hyperteacher-compositinal"]) == 2
+    assert "Unknown preset 'schug2024/hyperteacher-compositinal'" in capsys.readouterr().err
+    assert main(["info", "--preset", "schug2024/hyperteacher-compositinal"]) == 2
+    assert "Did you mean" in capsys.readouterr().err
 
 
 def test_train_eval_resume(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]):
     out = tmp_path / "run"
     command = [*TRAIN, "--steps", "4", "--out", str(out), *TINY]
     assert main(command) == 0
-    assert f"run saved in {out}" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert f"run saved in {out}" in captured.out
+    # Without a progress bar, a line for each long silent stretch: compiling, the final
+    # evaluation (not the earlier ones: the log stays short).
+    assert captured.err.splitlines() == [
+        "compiling the training step (2 steps per call)...",
+        "evaluating test, ood, ood_1, ood_2 (4 tasks each)...",
+    ]
+    # The final evaluation, as a table, before the run's directory.
+    table = captured.out.split("run saved in")[0].splitlines()
+    assert table[0].split()[:3] == ["pool", "accuracy", "loss"] and "(step 4)" in table[0]
+    last = {r["pool"]: r for r in runs.run.read_metrics(out) if r["step"] == 4}
+    for line in table[1 : 1 + len(POOLS)]:
+        pool, accuracy, loss = line.split()[:3]
+        assert float(loss) == pytest.approx(last[pool]["loss"], abs=1e-4)
+        assert float(accuracy) == pytest.approx(last[pool]["accuracy"], abs=1e-4)
+    assert [line.split()[0] for line in table[1:]] == [*POOLS, "r2_test", "r2_ood"]
     assert runs.run.read_config(out) == dataclasses.replace(
         make_tiny_config(steps=4), algorithm_name="bilevel", algorithm=BilevelConfig()
     )
@@ -242,10 +320,13 @@ def test_train_eval_resume(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture
     rows = [r for r in rows if r["pool"] != "identification"]
     found = [r for r in runs.run.read_metrics(out) if r["pool"] == "identification"][-1]
 
-    # `zoo eval` scores the newest checkpoint on the same tasks as the run's own evaluation.
+    # `zoo eval` scores the newest checkpoint on the same tasks as the run's own evaluation,
+    # saying what it does.
     assert main(["eval", str(out)]) == 0
-    printed = capsys.readouterr().out
+    printed, err = capsys.readouterr()
     assert "(step 4)" in printed
+    assert f"step 4 of {out}: evaluating test, ood, ood_1, ood_2 (4 tasks each)" in err
+    assert f"wrote {out / 'eval.json'}\n" in printed
     for pool in POOLS:
         assert any(line.startswith(pool + " ") for line in printed.splitlines()), printed
     report = json.loads((out / "eval.json").read_text())
@@ -259,9 +340,13 @@ def test_train_eval_resume(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture
         assert value == pytest.approx(found[name], rel=1e-4, abs=1e-5)
         assert any(line.startswith(name) for line in printed.splitlines())
 
-    # An older checkpoint: the numbers of the run's own evaluation at that step.
+    # An older checkpoint: the numbers of the run's own evaluation at that step; the
+    # evaluation of step 4 is kept, and the message says where.
     assert main(["eval", str(out), "--step", "2"]) == 0
-    assert "(step 2)" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "(step 2)" in printed
+    assert "the earlier evaluation there is kept as eval-step4.json" in printed
+    assert json.loads((out / "eval-step4.json").read_text())["step"] == 4
     report = json.loads((out / "eval.json").read_text())
     assert report["step"] == 2
     for row in rows[1 : 1 + len(POOLS)]:
@@ -278,12 +363,44 @@ def test_train_eval_resume(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture
     assert "--resume" in capsys.readouterr().err
     assert _snapshot(out) == before
 
-    # --resume with more steps continues to the new end.
-    assert main([*TRAIN, "--steps", "6", "--out", str(out), "--resume", *TINY]) == 0
+    # --resume with more steps continues to the new end. With a progress bar, the bar says
+    # what is happening while it does not move.
+    progress = [flag for flag in TINY if flag != "--no-progress"]
+    assert main([*TRAIN, "--steps", "6", "--out", str(out), "--resume", *progress]) == 0
+    err = capsys.readouterr().err
+    for words in (
+        "building the task and model",
+        "compiling the training step (2 steps per call)",
+        "evaluating test, ood, ood_1, ood_2 (4 tasks each)",
+    ):
+        assert f"train - {words}: " in err, err
+    assert "4/6" in err and "6/6" in err
     assert [r["step"] for r in runs.run.read_metrics(out) if r["pool"] == "train"] == [2, 4, 6]
     assert Checkpoints(out).steps()[-1] == 6
     assert runs.run.load(out).step == 6
     assert runs.run.read_config(out).run.steps == 6
+
+
+def test_eval_keeps_earlier_evaluations(tmp_path: pathlib.Path):
+    from runs.cli import _keep_earlier
+
+    output = tmp_path / "eval.json"
+    report = {"step": 4, "inner_steps": None, "tasks": 8, "pools": {"test": {"loss": 1.0}}}
+    assert _keep_earlier(output, report, 8) is None  # nothing there
+    output.write_text(json.dumps(report))
+    assert _keep_earlier(output, report, 8) is None  # the same numbers: nothing to keep
+    assert output.exists()
+    newer = {**report, "step": 6}
+    assert _keep_earlier(output, newer, 8) == tmp_path / "eval-step4.json"
+    assert json.loads((tmp_path / "eval-step4.json").read_text()) == report
+    # Other settings than the run's are in the name; a taken name gets a number.
+    output.write_text(json.dumps({**report, "inner_steps": 50, "tasks": 100}))
+    assert _keep_earlier(output, newer, 8) == tmp_path / "eval-step4-inner50-tasks100.json"
+    output.write_text(json.dumps({**report, "pools": {}}))
+    assert _keep_earlier(output, newer, 8) == tmp_path / "eval-step4-2.json"
+    output.write_text("{torn")
+    assert _keep_earlier(output, newer, 8) == tmp_path / "eval-earlier.json"
+    assert not output.exists()
 
 
 def test_third_party_plugin_trains(plugin_run):

@@ -8,7 +8,7 @@ algorithm of the table that accepts the kinds of task and model; `--algorithm NA
 """
 
 import dataclasses
-import importlib
+import pkgutil
 from collections.abc import Callable
 from typing import Any
 
@@ -44,16 +44,11 @@ class AlgorithmSpec:
 
     def load(self) -> Callable[..., Any]:
         """The factory."""
-        return _import(self.factory)
+        return pkgutil.resolve_name(self.factory)
 
     def load_class(self) -> type:
         """The algorithm's class."""
-        return _import(self.algorithm)
-
-
-def _import(path: str) -> Any:
-    module, _, attr = path.partition(":")
-    return getattr(importlib.import_module(module), attr)
+        return pkgutil.resolve_name(self.algorithm)
 
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {
