@@ -13,9 +13,8 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
 # or new processes, which JAX's in-memory caches miss and this one does not (it halved the CPU
 # time of the run tests; measured in docs/results.md). Fresh for every session, removed at
 # exit: nothing carries over between sessions.
-_JAX_CACHE = tempfile.mkdtemp(prefix="zoo-tests-jax-cache-")
-atexit.register(shutil.rmtree, _JAX_CACHE, ignore_errors=True)
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", _JAX_CACHE)
+os.environ.setdefault("ZOO_TESTS_JAX_CACHE", tempfile.mkdtemp(prefix="zoo-tests-jax-cache-"))
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.environ["ZOO_TESTS_JAX_CACHE"])
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
@@ -24,6 +23,10 @@ import pytest
 from runs.config import EvalConfig, InnerConfig, OuterConfig, RunConfig, TrainConfig
 from tasks.config import HyperteacherConfig
 from zoo.config import LinearHypernetConfig
+
+if os.environ["JAX_COMPILATION_CACHE_DIR"] == os.environ["ZOO_TESTS_JAX_CACHE"]:
+    # Subprocesses inherit ZOO_TESTS_JAX_CACHE but import no conftest: only the session removes it.
+    atexit.register(shutil.rmtree, os.environ["ZOO_TESTS_JAX_CACHE"], ignore_errors=True)
 
 TINY_TASK = HyperteacherConfig(
     num_modules=4,
