@@ -54,6 +54,8 @@ def test_discovers_the_plugin_distribution():
     assert ("example-regression", DIST) in tasks
     assert not [f for f in plugins.failed_plugins() if f.dist == DIST]
     assert plugins.model_spec("example-anil").factory == "zoo_example_plugin.model:make"
+    entry = plugins.entry("models", "example-anil")
+    assert (entry.dist, entry.version) == (DIST, "0.1.0")
     # `_` and `-` are the same in lookups, and a qualified name always works.
     assert plugins.task_spec("example_regression") is plugins.task_spec(
         f"{DIST}:example-regression"
@@ -189,8 +191,7 @@ def test_a_new_kind_is_one_table_entry(tmp_path: pathlib.Path, monkeypatch):
         "[zoo.widgets]\ngear = zoo_widgets:gear\n\n[zoo.models]\ncog = zoo_widgets:gear\n"
     )
     plugins.reset()
-    with pytest.warns(UserWarning, match="Skipping model plugin 'cog'"):
-        failures = [f for f in plugins.failed_plugins() if f.dist == "zoo-widget-plugin"]
+    failures = [f for f in plugins.failed_plugins() if f.dist == "zoo-widget-plugin"]
     assert [(f.group, f.name, type(f.error)) for f in failures] == [
         ("zoo.models", "cog", TypeError)
     ]
@@ -238,12 +239,15 @@ def test_broken_plugins_are_reported_and_skipped(tmp_path: pathlib.Path, monkeyp
     (tmp_path / "zoo_broken_values.py").write_text("text = 'not a spec'\n")
     monkeypatch.syspath_prepend(str(tmp_path))
 
+    # Discovery says nothing (it runs in every command): `zoo list` and lookups of the
+    # broken names report them.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert "example-anil" in [e.name for e in plugins.list_models()]
         assert "example-regression" in [e.name for e in plugins.list_tasks()]
         failures = {f.name: f for f in plugins.failed_plugins() if f.dist == "zoo-broken-plugin"}
-        plugins.list_models()  # discovery is cached: no second warning
+        assert plugins.model_spec("example-activation-mlp").name == "example-activation-mlp"
+    assert [str(w.message) for w in caught] == []
     assert set(failures) == {"missing", "raises", "not-a-spec", "misnamed", "wrong-kind"}
     assert all(f.dist == "zoo-broken-plugin" for f in failures.values())
     assert isinstance(failures["missing"].error, ImportError)
@@ -251,13 +255,62 @@ def test_broken_plugins_are_reported_and_skipped(tmp_path: pathlib.Path, monkeyp
     assert isinstance(failures["not-a-spec"].error, TypeError)
     assert isinstance(failures["wrong-kind"].error, TypeError)
     assert isinstance(failures["misnamed"].error, ValueError)
-    messages = [str(w.message) for w in caught if "zoo-broken-plugin" in str(w.message)]
-    assert len(messages) == 5
-    assert any("'zoo_broken_raises:spec'" in m and "RuntimeError: boom" in m for m in messages)
 
-    assert "failed plugins:" in plugins.format_listing()
+    listing = plugins.format_listing()
+    failed = listing[listing.index("failed plugins:") :]
+    assert "zoo_broken_raises:spec" in failed
+    assert "RuntimeError: boom" in failed and len(failed.splitlines()) == 6
     with pytest.raises(plugins.UnknownPluginError, match="failed to load: RuntimeError: boom"):
         plugins.model_spec("raises")
+    with pytest.raises(plugins.UnknownPluginError, match="failed to load: RuntimeError: boom"):
+        plugins.model_spec("zoo-broken-plugin:raises")
+
+
+def test_a_broken_plugin_is_silent_until_asked_for(tmp_path: pathlib.Path, plugin_path):
+    """A broken plugin prints nothing in `import runs`, in other commands or when other plugins
+    are looked up; `zoo list` shows it, and so does looking it up."""
+    info = tmp_path / "zoo_broken_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: zoo-broken-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[zoo.models]\nraises = zoo_broken_raises:spec\n")
+    (tmp_path / "zoo_broken_raises.py").write_text("raise RuntimeError('boom')\n")
+    script = textwrap.dedent(
+        """\
+        import sys
+        import runs
+        import plugins
+        from runs.cli import main
+        plugins.list_models()
+        plugins.model_spec("example-anil")
+        print("---", file=sys.stderr)
+        main(["list"])
+        """
+    )
+    path = os.pathsep.join([str(tmp_path), str(plugin_path), str(REPO)])
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "---\n"
+    listing = result.stdout
+    assert listing.count("RuntimeError: boom") == 1 and "failed plugins:" in listing
+
+
+def test_a_name_whose_other_provider_failed_warns_when_asked_for(
+    tmp_path: pathlib.Path, monkeypatch
+):
+    info = tmp_path / "zoo_broken_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: zoo-broken-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[zoo.models]\nexample-anil = zoo_broken_raises:spec\n")
+    (tmp_path / "zoo_broken_raises.py").write_text("raise RuntimeError('boom')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.warns(plugins.PluginWarning, match="failed to load: RuntimeError: boom") as caught:
+        assert plugins.entry("models", "example-anil").dist == DIST
+    assert f"using the one of '{DIST}'" in str(caught[0].message)
 
 
 def test_listing_imports_no_model_code(plugin_path: pathlib.Path):
