@@ -311,7 +311,9 @@ def _eval(argv: list[str]) -> int:
             print(f"zoo eval: {error}", file=sys.stderr)
             return 2
         trained_io = eqx.filter_eval_shape(build_task, config).io
-        config = dataclasses.replace(config, task=spec.config(), task_name=command.task)
+        config = dataclasses.replace(
+            config, task=spec.config(), task_name=command.task, task_source=None
+        )
         other_io = eqx.filter_eval_shape(build_task, config).io
         if other_io != trained_io:
             print(
@@ -405,7 +407,7 @@ def _info(argv: list[str]) -> int:
     from zoo import param_counts
 
     from .presets import authors_counts, get_preset
-    from .run import build, resolve
+    from .run import RunError, build, resolve
 
     command = tyro.cli(InfoCommand, args=argv, prog="zoo info")
     try:
@@ -425,10 +427,10 @@ def _info(argv: list[str]) -> int:
                     model_name=command.model,
                 )
             )
-    except plugins.PluginError as error:
+        _, model = eqx.filter_eval_shape(build, config)
+    except (plugins.PluginError, RunError) as error:
         print(f"zoo info: {error}", file=sys.stderr)
         return 2
-    _, model = eqx.filter_eval_shape(build, config)
     counts = param_counts(model)
     spec = plugins.model_spec(config.model_name)
     print(f"{config.model_name}: {spec.description}")
