@@ -4,6 +4,9 @@ Plugins of each kind in `KINDS` (models and tasks) are found through the kind's 
 group (`zoo.models`, `zoo.tasks`; built-in ones included), or added at run time with
 `register`. Each is described by a light spec (`ModelSpec`, `TaskSpec`) whose factory is
 imported only when the plugin is built.
+
+A plugin package declares `dependencies = ["compgen-zoo"]` (`DISTRIBUTION`): the distribution
+that installs `zoo`, `tasks`, `plugins` and `runs`.
 """
 
 from ._registry import (
@@ -31,6 +34,8 @@ from ._registry import (
     unregister,
 )
 from ._spec import ModelSpec, Spec, TaskSpec
+
+__distribution__ = "compgen-zoo"  # checked by runs.shadowing: a foreign `plugins` lacks it
 
 __all__ = [
     "DISTRIBUTION",

@@ -659,6 +659,13 @@ COMMANDS = {
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `zoo` console script."""
     argv = sys.argv[1:] if argv is None else argv
+    from .shadowing import ShadowedPackageError, check_packages
+
+    try:
+        check_packages()
+    except ShadowedPackageError as error:
+        print(f"zoo: {error}", file=sys.stderr)
+        return 2
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
         return 0

@@ -8,6 +8,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import plugins
+
 __all__ = ["provenance"]
 
 _SOURCE = Path(__file__).resolve().parent.parent  # the checkout holding runs/, zoo/, tasks/
@@ -29,14 +31,14 @@ def _git(*args: str) -> str | None:
 
 @functools.cache
 def provenance() -> dict[str, Any]:
-    """`{"version", "commit", "dirty", "jax", "python", "host"}` of this process: the zoo's
-    installed version, the git commit of its source checkout with `dirty` set when tracked files
+    """`{"version", "commit", "dirty", "jax", "python", "host"}` of this process: the installed
+    version of the distribution (`compgen-zoo`), the git commit of its source checkout with `dirty` set when tracked files
     differ from it (both None when the code is not a git checkout, e.g. a wheel), JAX's version,
     Python's and the host name."""
     import jax
 
     try:
-        version = metadata.version("zoo")
+        version = metadata.version(plugins.own_distribution())
     except metadata.PackageNotFoundError:
         version = None
     commit = _git("rev-parse", "HEAD")
