@@ -254,7 +254,9 @@ def _unknown_message(kind: Kind, query: str, entries: Iterable[Entry]) -> str:
             f"A {kind.noun} plugin of that name from distribution {failure.dist!r} failed "
             f"to load: {failure.describe_error()}"
         )
-    if dist and not failures and _installed_version(dist) is None and dist != "__main__":
+    # Never `pip install zoo` (another project on PyPI) for a former name of ours.
+    ours = {_normalize_dist(d) for d in (*_FORMER_NAMES, DISTRIBUTION, "__main__")}
+    if dist and not failures and _normalize_dist(dist) not in ours and not _installed(dist):
         lines.append(
             f"No distribution called {dist!r} is installed; install it (pip install {dist}) "
             f"for its {kind.plural}."
@@ -265,12 +267,13 @@ def _unknown_message(kind: Kind, query: str, entries: Iterable[Entry]) -> str:
     return "\n".join(lines)
 
 
-def _installed_version(dist: str) -> str | None:
-    """The version of the installed distribution `dist`, or `None` if there is none."""
+def _installed(dist: str) -> bool:
+    """Whether a distribution called `dist` is installed."""
     try:
-        return importlib.metadata.version(dist)
+        importlib.metadata.distribution(dist)
     except (importlib.metadata.PackageNotFoundError, ValueError):
-        return None
+        return False
+    return True
 
 
 def register(spec: Spec, dist: str = "__main__") -> None:

@@ -265,26 +265,28 @@ def config_from_dict(data: dict) -> TrainConfig:
     for kind in _KINDS:
         source = getattr(config, f"{kind}_source")
         if source is None:
-            entry = _legacy_entry(config, kind, data[kind])
+            entry, chosen = _legacy_entry(config, kind, data[kind])
+            if chosen:  # the name alone would not find it again
+                changes[f"{kind}_source"] = PluginSource(entry.dist)
         else:
             entry = plugin_entry(config, kind)
+            # The distribution as installed now (a former name of ours becomes the current one).
+            changes[f"{kind}_source"] = PluginSource(entry.dist, source.version)
         cls = entry.spec.config
         changes[kind] = from_dict(cls, _with_legacy_defaults(cls, data[kind]))
-        # The distribution as installed now (a former name of ours becomes the current one).
-        changes[f"{kind}_source"] = PluginSource(entry.dist, source.version if source else None)
     if config.algorithm_name:
         spec = algorithms.get(config.algorithm_name)
         changes["algorithm"] = from_dict(spec.config, algorithm or {})
     return _unread_as_defaults(dataclasses.replace(config, **changes))
 
 
-def _legacy_entry(config: TrainConfig, kind: str, saved: Any) -> plugins.Entry:
+def _legacy_entry(config: TrainConfig, kind: str, saved: Any) -> tuple[plugins.Entry, bool]:
     """The `kind` plugin of a config saved before the providing distribution was recorded:
     the one its name resolves to, or, where several distributions provide the name, the one
-    whose config class reads the saved settings."""
+    whose config class reads the saved settings (then with `True`: chosen among several)."""
     name = getattr(config, f"{kind}_name")
     try:
-        return plugins.entry(_KINDS[kind], name)
+        return plugins.entry(_KINDS[kind], name), False
     except plugins.AmbiguousPluginError as error:
         bare = name.strip().lower().replace("_", "-")
         candidates = [e for e in plugins.entries(_KINDS[kind]) if e.name == bare]
@@ -297,7 +299,7 @@ def _legacy_entry(config: TrainConfig, kind: str, saved: Any) -> plugins.Entry:
                 continue
             fits.append(candidate)
         if len(fits) == 1:
-            return fits[0]
+            return fits[0], True
         raise RunError(
             f"{error} The run's config.json was saved before runs recorded which distribution "
             f'provides each plugin; add e.g. "{kind}_source": {{"dist": "{candidates[0].dist}"}} '
@@ -495,10 +497,11 @@ def _check_directory(
             saved = _unread_as_defaults(with_algorithm(saved, task, model))
         saved, given = to_dict(saved), to_dict(config)
         del saved["run"]["steps"], given["run"]["steps"]
-        for record in (saved, given):  # a plugin's upgrade may continue a run
-            for kind in _KINDS:
-                if record.get(f"{kind}_source"):
-                    del record[f"{kind}_source"]["version"]
+        for key in ("task_source", "model_source"):
+            if saved[key] is None or given[key] is None:  # saved before it was recorded
+                del saved[key], given[key]
+            else:  # a plugin's upgrade may continue a run
+                del saved[key]["version"], given[key]["version"]
         diff = _differences(saved, given)
         changes = [d for d in diff if d.split(":")[0] in CHANGEABLE] if allow_changes else []
         refused = [d for d in diff if d not in changes]

@@ -17,6 +17,7 @@ import runs.run
 from runs.algorithms.config import BilevelConfig
 from runs.checkpoint import Checkpoints
 from runs.cli import main, parse_train
+from runs.config import PluginSource
 from runs.presets import get_preset
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -234,8 +235,12 @@ def test_train_eval_resume(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture
     command = [*TRAIN, "--steps", "4", "--out", str(out), *TINY]
     assert main(command) == 0
     assert f"run saved in {out}" in capsys.readouterr().out
+    sources = {}
+    for kind, name in (("task", "hyperteacher"), ("model", "linear-hypernet")):
+        entry = plugins.entry(f"{kind}s", name)
+        sources[f"{kind}_source"] = PluginSource(entry.dist, entry.version)
     assert runs.run.read_config(out) == dataclasses.replace(
-        make_tiny_config(steps=4), algorithm_name="bilevel", algorithm=BilevelConfig()
+        make_tiny_config(steps=4), algorithm_name="bilevel", algorithm=BilevelConfig(), **sources
     )
     rows = runs.run.read_metrics(out)
     assert [(r["step"], r["pool"]) for r in rows] == [

@@ -101,8 +101,14 @@ def test_unknown_name_lists_close_matches():
     assert "Did you mean 'example-anil'" in message
     assert "Available models: " in message and "example-anil" in message.splitlines()[2]
     assert "zoo list" in message
-    with pytest.raises(plugins.UnknownPluginError, match="zoo-example-plugin:example-anil"):
+    with pytest.raises(plugins.UnknownPluginError, match="zoo-example-plugin:example-anil") as info:
         plugins.model_spec("zoo-example-plugn:example-anil")
+    assert "No distribution called 'zoo-example-plugn' is installed" in str(info.value)
+    assert "(pip install zoo-example-plugn)" in str(info.value)
+    for ours in ("zoo", "compgen-zoo", "__main__"):  # no `pip install zoo`: another project
+        with pytest.raises(plugins.UnknownPluginError) as info:
+            plugins.model_spec(f"{ours}:no-such-model")
+        assert "pip install" not in str(info.value)
 
 
 def test_two_distributions_claiming_one_name():
@@ -518,3 +524,23 @@ def test_a_run_of_a_former_name_of_the_builtin_distribution_loads(tmp_path: path
     loaded = read_config(tmp_path / "run")
     assert loaded.model_source is not None and loaded.model_source.dist == own
     assert plugins.model_spec(f"{other}:linear-hypernet") is plugins.model_spec("linear-hypernet")
+
+
+def test_a_run_resumes_after_its_plugin_is_upgraded_and_from_an_old_config(
+    tmp_path: pathlib.Path,
+):
+    from runs.run import prepare
+
+    run = _saved_run(tmp_path / "run")
+    data = json.loads((run / "config.json").read_text())
+    data["model_source"]["version"] = "0.0.9"  # made with an older release of the plugin
+    (run / "config.json").write_text(json.dumps(data))
+    assert prepare(_example_config(), run, resume=True).model_source.version == "0.1.0"  # pyright: ignore[reportOptionalMemberAccess]
+    del data["model_source"], data["task_source"]  # as saved before they were recorded
+    (run / "config.json").write_text(json.dumps(data))
+    prepare(_example_config(), run, resume=True)
+    data["model_source"] = {"dist": "other-dist", "version": None}
+    plugins.register(_dummy_model(), dist="other-dist")
+    (run / "config.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"model_source.dist: saved 'other-dist', given"):
+        prepare(_example_config(model_name=f"{DIST}:example-anil"), run, resume=True)
