@@ -4,22 +4,29 @@ Plugins of each kind in `KINDS` (models and tasks) are found through the kind's 
 group (`zoo.models`, `zoo.tasks`; built-in ones included), or added at run time with
 `register`. Each is described by a light spec (`ModelSpec`, `TaskSpec`) whose factory is
 imported only when the plugin is built.
+
+A plugin package declares `dependencies = ["compgen-zoo"]` (`DISTRIBUTION`): the distribution
+that installs `zoo`, `tasks`, `plugins` and `runs`.
 """
 
 from ._registry import (
+    DISTRIBUTION,
     KINDS,
     AmbiguousPluginError,
     Entry,
     FailedPlugin,
     Kind,
     PluginError,
+    PluginWarning,
     UnknownPluginError,
     entries,
+    entry,
     failed_plugins,
     format_listing,
     list_models,
     list_tasks,
     model_spec,
+    own_distribution,
     register,
     reset,
     spec,
@@ -28,7 +35,10 @@ from ._registry import (
 )
 from ._spec import ModelSpec, Spec, TaskSpec
 
+__distribution__ = "compgen-zoo"  # checked by runs.shadowing: a foreign `plugins` lacks it
+
 __all__ = [
+    "DISTRIBUTION",
     "KINDS",
     "AmbiguousPluginError",
     "Entry",
@@ -36,15 +46,18 @@ __all__ = [
     "Kind",
     "ModelSpec",
     "PluginError",
+    "PluginWarning",
     "Spec",
     "TaskSpec",
     "UnknownPluginError",
     "entries",
+    "entry",
     "failed_plugins",
     "format_listing",
     "list_models",
     "list_tasks",
     "model_spec",
+    "own_distribution",
     "register",
     "reset",
     "spec",

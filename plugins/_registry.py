@@ -8,6 +8,10 @@ imports JAX model code.
 
 Names are kebab-case (`linear-hypernet`); lookups treat `_` and `-` alike and ignore case.
 A name provided by more than one distribution is looked up as `dist:name`.
+
+An entry point that fails to load is set aside without a word at discovery (so that one broken
+plugin does not speak up in every command): `zoo list` reports it, and so does every lookup of
+its name.
 """
 
 import dataclasses
@@ -24,6 +28,18 @@ from ._spec import ModelSpec, Spec, TaskSpec
 _SpecT = TypeVar("_SpecT", bound=Spec)
 
 _NAME_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+DISTRIBUTION = "compgen-zoo"
+"""The name of the distribution holding `zoo`, `tasks`, `plugins` and `runs` (and the built-in
+plugins); what a plugin package lists in its `dependencies`."""
+
+_FORMER_NAMES = ("zoo",)
+"""Names the distribution was installed under before, which `dist:name` lookups (and runs that
+recorded them) still accept for the built-in plugins."""
+
+
+class PluginWarning(UserWarning):
+    """A plugin of the name looked up failed to load; another distribution's was used."""
 
 
 class PluginError(Exception):
@@ -52,6 +68,8 @@ class Entry(Generic[_SpecT]):
     dist: str
     """Name of the distribution providing the spec; `"__main__"` for `register` by default."""
     spec: _SpecT
+    version: str | None = None
+    """Version of that distribution (`None` for specs added by `register`)."""
 
     @property
     def qualified_name(self) -> str:
@@ -135,7 +153,9 @@ def _check_name(name: str) -> None:
 
 @functools.cache
 def _discover(kind: Kind) -> tuple[tuple[Entry, ...], tuple[FailedPlugin, ...]]:
-    """Load every entry point of `kind.group`; warn about, and set aside, those that fail."""
+    """Load every entry point of `kind.group`; set aside those that fail (reported by
+    `format_listing` and by lookups of their names, not here: discovery runs in every
+    command)."""
     entries: list[Entry] = []
     failures: list[FailedPlugin] = []
     for ep in importlib.metadata.entry_points(group=kind.group):
@@ -151,16 +171,26 @@ def _discover(kind: Kind) -> tuple[tuple[Entry, ...], tuple[FailedPlugin, ...]]:
             if _normalize_name(ep.name) != spec.name:
                 raise ValueError(f"the entry point is named {ep.name!r} but its spec {spec.name!r}")
         except Exception as error:
-            failure = FailedPlugin(kind.group, ep.name, ep.value, dist, error)
-            warnings.warn(
-                f"Skipping {kind.noun} plugin {ep.name!r} = {ep.value!r} (entry point group "
-                f"{kind.group!r}, distribution {dist!r}): {failure.describe_error()}",
-                stacklevel=2,
-            )
-            failures.append(failure)
+            failures.append(FailedPlugin(kind.group, ep.name, ep.value, dist, error))
         else:
-            entries.append(Entry(spec.name, dist, spec))
+            version = ep.dist.version if ep.dist is not None else None
+            entries.append(Entry(spec.name, dist, spec, version))
     return tuple(entries), tuple(failures)
+
+
+@functools.cache
+def own_distribution() -> str:
+    """The name this code is installed under: that of the distribution declaring the built-in
+    plugins' entry points (`DISTRIBUTION`; an install made before the rename still says
+    `zoo`), or `DISTRIBUTION` where it is not installed (a bare checkout on `PYTHONPATH`)."""
+    for ep in importlib.metadata.entry_points(group=KINDS["models"].group):
+        if ep.value.startswith("plugins.builtin:") and ep.dist is not None:
+            return ep.dist.name
+    return DISTRIBUTION
+
+
+def _failures_named(kind: Kind, name: str) -> list[FailedPlugin]:
+    return [f for f in _discover(kind)[1] if _normalize_name(f.name) == name]
 
 
 def _table(kind: Kind) -> dict[tuple[str, str], Entry]:
@@ -178,6 +208,8 @@ def _lookup(kind_name: str, query: str) -> Entry:
     name = _normalize_name(name)
     if dist:
         entry = table.get((name, _normalize_dist(dist)))
+        if entry is None and _normalize_dist(dist) in (*_FORMER_NAMES, DISTRIBUTION):
+            entry = table.get((name, _normalize_dist(own_distribution())))
         if entry is None:
             raise UnknownPluginError(_unknown_message(kind, query, table.values()))
         return entry
@@ -190,6 +222,15 @@ def _lookup(kind_name: str, query: str) -> Entry:
         raise AmbiguousPluginError(
             f"{kind.noun.capitalize()} {name!r} is provided by more than one distribution: "
             f"{dists}. Use the qualified form `dist:name` to choose: {qualified}."
+        )
+    failed = [f for f in _failures_named(kind, name) if f.dist != matches[0].dist]
+    if failed:
+        warnings.warn(
+            f"{kind.noun.capitalize()} {name!r} is also declared by "
+            + ", ".join(f"{f.dist!r} (failed to load: {f.describe_error()})" for f in failed)
+            + f"; using the one of {matches[0].dist!r}.",
+            PluginWarning,
+            stacklevel=3,
         )
     return matches[0]
 
@@ -205,17 +246,34 @@ def _unknown_message(kind: Kind, query: str, entries: Iterable[Entry]) -> str:
         lines.append(f"Available {kind.plural}: {', '.join(available)}.")
     else:
         lines.append(f"No {kind.plural} are installed.")
-    name = _normalize_name(query.rpartition(":")[2])
-    for failure in _discover(kind)[1]:
-        if _normalize_name(failure.name) == name:
-            lines.append(
-                f"A {kind.noun} plugin of that name from distribution {failure.dist!r} failed "
-                f"to load: {failure.describe_error()}"
-            )
+    dist, _, name = query.rpartition(":")
+    name = _normalize_name(name)
+    failures = _failures_named(kind, name)
+    for failure in failures:
+        lines.append(
+            f"A {kind.noun} plugin of that name from distribution {failure.dist!r} failed "
+            f"to load: {failure.describe_error()}"
+        )
+    # Never `pip install zoo` (another project on PyPI) for a former name of ours.
+    ours = {_normalize_dist(d) for d in (*_FORMER_NAMES, DISTRIBUTION, "__main__")}
+    if dist and not failures and _normalize_dist(dist) not in ours and not _installed(dist):
+        lines.append(
+            f"No distribution called {dist!r} is installed; install it (pip install {dist}) "
+            f"for its {kind.plural}."
+        )
     nouns = [k.noun for k in KINDS.values()]
     every = " and ".join([", ".join(nouns[:-1]), nouns[-1]] if len(nouns) > 1 else nouns)
     lines.append(f"Run `zoo list` to see every {every}.")
     return "\n".join(lines)
+
+
+def _installed(dist: str) -> bool:
+    """Whether a distribution called `dist` is installed."""
+    try:
+        importlib.metadata.distribution(dist)
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return False
+    return True
 
 
 def register(spec: Spec, dist: str = "__main__") -> None:
@@ -261,6 +319,12 @@ def spec(kind: str, name: str) -> Spec:
     of `KINDS`.
     """
     return _lookup(kind, name).spec
+
+
+def entry(kind: str, name: str) -> Entry:
+    """The registry entry (spec, providing distribution and its version) of the plugin of kind
+    `kind` (a key of `KINDS`) called `name`, or `dist:name`. Raises as `spec` does."""
+    return _lookup(kind, name)
 
 
 def entries(kind: str) -> list[Entry]:
@@ -336,4 +400,5 @@ def reset() -> None:
     """Forget discovered and registered plugins: the next lookup discovers the installed ones
     anew (after installing a plugin into a running session; between tests)."""
     _discover.cache_clear()
+    own_distribution.cache_clear()
     _registered.clear()

@@ -9,6 +9,8 @@ Submodules are imported on first use (the CLI lists plugins without importing JA
 import importlib
 from typing import TYPE_CHECKING
 
+__distribution__ = "compgen-zoo"  # checked by runs.shadowing: a foreign `runs` lacks it
+
 if TYPE_CHECKING:
     from .config import TrainConfig
     from .run import (
@@ -55,5 +57,8 @@ __all__ = [
 
 def __getattr__(name: str):
     if name in _LAZY:
+        from .shadowing import check_packages
+
+        check_packages()  # a stranger's `zoo`, `tasks` or `plugins` would fail far from here
         return getattr(importlib.import_module(_LAZY[name], __name__), name)
     raise AttributeError(f"module 'runs' has no attribute {name!r}")

@@ -368,7 +368,9 @@ def _eval(argv: list[str]) -> int:
             print(f"zoo eval: {error}", file=sys.stderr)
             return 2
         trained_io = eqx.filter_eval_shape(build_task, config).io
-        config = dataclasses.replace(config, task=spec.config(), task_name=command.task)
+        config = dataclasses.replace(
+            config, task=spec.config(), task_name=command.task, task_source=None
+        )
         other_io = eqx.filter_eval_shape(build_task, config).io
         if other_io != trained_io:
             print(
@@ -502,7 +504,7 @@ def _info(argv: list[str]) -> int:
     from zoo import param_counts
 
     from .presets import UnknownNameError, authors_counts, get_preset
-    from .run import build, resolve
+    from .run import RunError, build, resolve
 
     command = tyro.cli(InfoCommand, args=argv, prog="zoo info")
     try:
@@ -522,10 +524,10 @@ def _info(argv: list[str]) -> int:
                     model_name=command.model,
                 )
             )
-    except (plugins.PluginError, UnknownNameError) as error:
+        _, model = eqx.filter_eval_shape(build, config)
+    except (plugins.PluginError, UnknownNameError, RunError) as error:
         print(f"zoo info: {error.args[0]}", file=sys.stderr)
         return 2
-    _, model = eqx.filter_eval_shape(build, config)
     counts = param_counts(model)
     spec = plugins.model_spec(config.model_name)
     print(f"{config.model_name}: {spec.description}")
@@ -773,6 +775,13 @@ def version() -> str:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `zoo` console script."""
     argv = sys.argv[1:] if argv is None else argv
+    from .shadowing import ShadowedPackageError, check_packages
+
+    try:
+        check_packages()
+    except ShadowedPackageError as error:
+        print(f"zoo: {error}", file=sys.stderr)
+        return 2
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
         return 0

@@ -202,6 +202,19 @@ class RunConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class PluginSource:
+    """Where a run's task or model plugin came from: the distribution that provided it (its
+    entry point's) and that distribution's version. Recorded in `config.json` so that the run
+    is loaded with the same plugin after a second distribution registers the same name, and so
+    that a missing plugin names the package to install."""
+
+    dist: str
+    """Name of the distribution (`"__main__"` for a spec added by `plugins.register`)."""
+    version: str | None = None
+    """Its version when the run was made (`None` if unknown)."""
+
+
+@dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """A whole training run: which task, which model, which algorithm, and how to train.
 
@@ -220,6 +233,11 @@ class TrainConfig:
     """Training algorithm (`runs.algorithms`); empty: chosen from the kinds of task and model."""
     algorithm: Any = None
     """The algorithm's own config (its dataclass); `None`: the algorithm's defaults."""
+    task_source: PluginSource | None = None
+    """The distribution providing the task plugin (filled in when a run starts; `None` in
+    configs saved before it was recorded, whose plugins are looked up by name)."""
+    model_source: PluginSource | None = None
+    """The distribution providing the model plugin (as `task_source`)."""
     inner: InnerConfig = InnerConfig()
     outer: OuterConfig = OuterConfig()
     eval: EvalConfig = EvalConfig()

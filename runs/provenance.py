@@ -10,6 +10,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import plugins
+
 __all__ = ["provenance"]
 
 _SOURCE = Path(__file__).resolve().parent.parent  # the checkout holding runs/, zoo/, tasks/
@@ -79,7 +81,7 @@ def provenance() -> dict[str, Any]:
     commit = _git("rev-parse", "HEAD")
     status = _git("status", "--porcelain", "--untracked-files=no") if commit else None
     return {
-        "version": _version("zoo"),
+        "version": _version(plugins.own_distribution()),
         "commit": commit,
         "dirty": None if status is None else bool(status),
         "jax": jax.__version__,

@@ -12,6 +12,7 @@ progress every so many steps.
 """
 
 import dataclasses
+import importlib.metadata
 import json
 import os
 import shutil
@@ -29,13 +30,13 @@ import numpy as np
 from jaxtyping import PRNGKeyArray
 
 import plugins
-from tasks import AbstractTask
+from tasks import AbstractEnvironment, AbstractTask
 from zoo import AbstractLearner
 
 from . import algorithms
 from .algorithms.base import AbstractAlgorithm, train_chunk
 from .checkpoint import Checkpoints, OldCheckpointError
-from .config import InnerConfig, OuterConfig, TrainConfig, from_dict, to_dict
+from .config import InnerConfig, OuterConfig, PluginSource, TrainConfig, from_dict, to_dict
 from .lock import LOCK_FILE, DirectoryLock, LockedError, atomic_write_text
 from .provenance import provenance
 from .sharding import make_mesh, replicate
@@ -78,45 +79,142 @@ def _keys(seed: int) -> tuple[PRNGKeyArray, PRNGKeyArray, PRNGKeyArray]:
     return jr.fold_in(root, 0), jr.fold_in(root, 1), jr.fold_in(root, 2)
 
 
+_KINDS = {"task": "tasks", "model": "models"}
+"""The run's plugins: the field prefix in `TrainConfig` -> the kind of `plugins.KINDS`."""
+
+
 def resolve(config: TrainConfig) -> TrainConfig:
-    """Fill in `task_name`/`model_name` from the config types if missing and check that the
-    configs belong to the named plugins."""
-    changes = {}
-    for kind, lookup, entries in (
-        ("task", plugins.task_spec, plugins.list_tasks),
-        ("model", plugins.model_spec, plugins.list_models),
-    ):
+    """Fill in `task_name`/`model_name` from the config types if missing, check that the
+    configs belong to the named plugins, and record the distribution (and version) providing
+    each (`task_source`, `model_source`), through which a saved run finds them again.
+
+    **Raises:** `RunError` if a plugin cannot be found or its config does not fit."""
+    changes: dict[str, Any] = {}
+    for kind, plural in _KINDS.items():
         cfg, name = getattr(config, kind), getattr(config, f"{kind}_name")
         if not name:
-            matches = [e for e in entries() if type(cfg) is e.spec.config]
+            matches = [e for e in plugins.entries(plural) if type(cfg) is e.spec.config]
             if len(matches) != 1:
                 raise RunError(
                     f"Cannot tell which {kind} plugin {type(cfg).__name__} belongs to; set {kind}_name."
                 )
             name = f"{matches[0].dist}:{matches[0].name}"
             changes[f"{kind}_name"] = name
-        spec = lookup(name)
-        if not isinstance(cfg, spec.config):
+        entry = plugin_entry(dataclasses.replace(config, **changes), kind)
+        if not isinstance(cfg, entry.spec.config):
             raise RunError(
                 f"The {kind} config is a {type(cfg).__name__}, but {kind} {name!r} takes a "
-                f"{spec.config.__name__}."
+                f"{entry.spec.config.__name__}."
             )
-    return dataclasses.replace(config, **changes) if changes else config
+        changes[f"{kind}_source"] = PluginSource(entry.dist, entry.version)
+    return dataclasses.replace(config, **changes)
+
+
+def plugin_entry(config: TrainConfig, kind: str) -> plugins.Entry:
+    """The registry entry of the run's `kind` (`"task"` or `"model"`) plugin: looked up
+    through the distribution its config records (`task_source`, `model_source`), or by name in
+    a config that records none.
+
+    **Raises:** `RunError` naming the package to install if the recorded distribution is not
+    installed or no longer provides the plugin, or the lookup's own message otherwise."""
+    name, source = getattr(config, f"{kind}_name"), getattr(config, f"{kind}_source")
+    query = name if source is None else f"{source.dist}:{name.rpartition(':')[2]}"
+    try:
+        return plugins.entry(_KINDS[kind], query)
+    except plugins.UnknownPluginError as error:
+        if source is None:
+            raise RunError(str(error)) from None
+        raise RunError(_missing_plugin(kind, name, source, str(error))) from None
+    except plugins.PluginError as error:
+        raise RunError(str(error)) from None
+
+
+def _missing_plugin(kind: str, name: str, source: PluginSource, lookup: str) -> str:
+    """What to do when the distribution recorded for a run's plugin does not provide it."""
+    bare = name.rpartition(":")[2]
+    saved = f" {source.version}" if source.version else ""
+    pin = f"{source.dist}=={source.version}" if source.version else source.dist
+    failed = [line for line in lookup.splitlines() if "failed to load" in line]
+    if source.dist == "__main__":
+        return (
+            f"The run's {kind} {bare!r} was added with plugins.register (distribution "
+            "'__main__') in the process that made the run; register the same spec again "
+            "before loading it."
+        )
+    try:
+        installed = importlib.metadata.version(source.dist)
+    except importlib.metadata.PackageNotFoundError:
+        return (
+            f"The run's {kind} {bare!r} comes from the distribution {source.dist!r}{saved}, "
+            f"which is not installed. Install it: pip install '{pin}'"
+        )
+    if failed:
+        return (
+            f"The run's {kind} {bare!r} comes from the distribution {source.dist!r}{saved} "
+            f"(installed: {installed}), whose plugin fails to load:\n" + "\n".join(failed)
+        )
+    return (
+        f"The run's {kind} {bare!r} comes from the distribution {source.dist!r}{saved}; the "
+        f"installed {source.dist} {installed} provides no {kind} of that name. Install the "
+        f"version the run was made with: pip install '{pin}'"
+    )
+
+
+def _factory(config: TrainConfig, kind: str) -> tuple[plugins.Entry, Callable[..., Any]]:
+    """The run's `kind` plugin and its imported factory.
+
+    **Raises:** `RunError` if the factory cannot be imported or called as factories are."""
+    entry = plugin_entry(config, kind)
+    try:
+        return entry, entry.spec.load()
+    except Exception as error:
+        hint = ""
+        if isinstance(error, ModuleNotFoundError) and entry.dist != "__main__":
+            hint = (
+                f" The distribution {entry.dist!r} declares it: reinstall it (pip install "
+                f"--force-reinstall {entry.dist}), or mend the spec's factory string."
+            )
+        raise RunError(
+            f"The {kind} plugin {entry.name!r} of {entry.dist!r} cannot be built: its factory "
+            f"{entry.spec.factory!r} does not load ({type(error).__name__}: {error}).{hint}"
+        ) from None
+
+
+def _check_built(entry: plugins.Entry, kind: str, built: Any) -> None:
+    """Refuse what a factory returned if it is not a task (model), before anything is written:
+    later it would fail deep in the engine or in Orbax, past the creation of the run folder."""
+    expected = (AbstractTask, AbstractEnvironment) if kind == "task" else (AbstractLearner,)
+    factory = (
+        f"The factory {entry.spec.factory!r} of the {kind} plugin {entry.name!r} ({entry.dist!r})"
+    )
+    if not isinstance(built, expected):
+        names = " or ".join(f"{c.__module__.split('.')[0]}.{c.__name__}" for c in expected)
+        raise RunError(f"{factory} returned a {type(built).__name__}; it must return a {names}.")
+    if kind == "model" and not jax.tree_util.tree_leaves(eqx.filter(built, eqx.is_array)):
+        raise RunError(
+            f"{factory} returned a {type(built).__name__} with no array leaves: nothing to "
+            "train or to checkpoint. Hold the parameters as JAX arrays (e.g. in eqx.nn layers)."
+        )
 
 
 def build_task(config: TrainConfig, key: PRNGKeyArray | None = None) -> AbstractTask:
     """The task of a run (built from its seed unless `key` is given)."""
     key = _keys(config.run.seed)[0] if key is None else key
-    factory = plugins.task_spec(config.task_name).load()
-    return factory(config.task, key=jr.fold_in(key, 0))
+    entry, factory = _factory(config, "task")
+    task = factory(config.task, key=jr.fold_in(key, 0))
+    _check_built(entry, "task", task)
+    return task
 
 
 def build(config: TrainConfig) -> tuple[AbstractTask, AbstractLearner]:
-    """The task and the freshly initialized model of a run."""
+    """The task and the freshly initialized model of a run.
+
+    **Raises:** `RunError` if a plugin's factory cannot be loaded or returns no task (model)."""
     key = _keys(config.run.seed)[0]
     task = build_task(config, key)
-    factory = plugins.model_spec(config.model_name).load()
+    entry, factory = _factory(config, "model")
     model = factory(config.model, io=task.io, key=jr.fold_in(key, 1))
+    _check_built(entry, "model", model)
     return task, model
 
 
@@ -130,12 +228,17 @@ def save_config(config: TrainConfig, directory: Path) -> None:
 
 
 def read_config(directory: Path) -> TrainConfig:
-    """The `TrainConfig` saved in a run directory."""
+    """The `TrainConfig` saved in a run directory.
+
+    **Raises:** `RunError` if there is none, it does not read, or a plugin it names is missing
+    (the message names the package to install, where `config.json` records it)."""
     path = Path(directory) / CONFIG_FILE
     if not path.is_file():
         raise RunError(f"{directory} holds no zoo run (no {CONFIG_FILE}); pass a run directory.")
     try:
         return config_from_dict(json.loads(path.read_text()))
+    except RunError as error:
+        raise RunError(f"{directory}: {error}") from None
     except (ValueError, TypeError, KeyError, AttributeError) as error:
         raise RunError(
             f"{path} cannot be read as a zoo run's config ({type(error).__name__}: {error}). "
@@ -145,24 +248,69 @@ def read_config(directory: Path) -> TrainConfig:
 
 def config_from_dict(data: dict) -> TrainConfig:
     """The `TrainConfig` of `to_dict(config)`: the task, model and algorithm settings are
-    rebuilt as the config classes of the registered task and model and of the algorithm it
-    names. Configs saved by older versions are read too (a `"step"` schedule is the piecewise
-    schedule's default; no algorithm means the one chosen from the kinds)."""
+    rebuilt as the config classes of the task and model plugins (found through the
+    distributions the config records, see `plugin_entry`) and of the algorithm it names.
+    Configs saved by older versions are read too (a `"step"` schedule is the piecewise
+    schedule's default; no algorithm means the one chosen from the kinds; no recorded
+    distribution means the one that provides the name, or whose config class reads the saved
+    settings).
+
+    **Raises:** `RunError` if a plugin is missing (see `plugin_entry`)."""
     data = json.loads(json.dumps(data))  # a copy to migrate
     outer = data.get("outer", {})
     if outer.get("schedule") == "step":
         outer["schedule"] = "piecewise"
     algorithm = data.pop("algorithm", None)
     config = from_dict(TrainConfig, data)
-    task_cls = plugins.task_spec(config.task_name).config
-    model_cls = plugins.model_spec(config.model_name).config
-    task_cfg = from_dict(task_cls, _with_legacy_defaults(task_cls, data["task"]))
-    model_cfg = from_dict(model_cls, _with_legacy_defaults(model_cls, data["model"]))
-    changes: dict[str, Any] = {"task": task_cfg, "model": model_cfg}
+    changes: dict[str, Any] = {}
+    for kind in _KINDS:
+        source = getattr(config, f"{kind}_source")
+        if source is None:
+            entry, chosen = _legacy_entry(config, kind, data[kind])
+            if chosen:  # the name alone would not find it again
+                changes[f"{kind}_source"] = PluginSource(entry.dist)
+        else:
+            entry = plugin_entry(config, kind)
+            # The distribution as installed now (a former name of ours becomes the current one).
+            changes[f"{kind}_source"] = PluginSource(entry.dist, source.version)
+        cls = entry.spec.config
+        changes[kind] = from_dict(cls, _with_legacy_defaults(cls, data[kind]))
     if config.algorithm_name:
         spec = algorithms.get(config.algorithm_name)
         changes["algorithm"] = from_dict(spec.config, algorithm or {})
     return _unread_as_defaults(dataclasses.replace(config, **changes))
+
+
+def _legacy_entry(config: TrainConfig, kind: str, saved: Any) -> tuple[plugins.Entry, bool]:
+    """The `kind` plugin of a config saved before the providing distribution was recorded:
+    the one its name resolves to, or, where several distributions provide the name, the one
+    whose config class reads the saved settings (then with `True`: chosen among several)."""
+    name = getattr(config, f"{kind}_name")
+    try:
+        return plugins.entry(_KINDS[kind], name), False
+    except plugins.AmbiguousPluginError as error:
+        bare = name.strip().lower().replace("_", "-")
+        candidates = [e for e in plugins.entries(_KINDS[kind]) if e.name == bare]
+        fits = []
+        for candidate in candidates:
+            cls = candidate.spec.config
+            try:
+                from_dict(cls, _with_legacy_defaults(cls, saved))
+            except (ValueError, TypeError):
+                continue
+            fits.append(candidate)
+        if len(fits) == 1:
+            return fits[0], True
+        raise RunError(
+            f"{error} The run's config.json was saved before runs recorded which distribution "
+            f'provides each plugin; add e.g. "{kind}_source": {{"dist": "{candidates[0].dist}"}} '
+            "to it to say which."
+        ) from None
+    except plugins.UnknownPluginError as error:
+        raise RunError(
+            f"{error}\nThe run's config.json was saved before runs recorded which distribution "
+            f"provides each plugin: install the package that provides the {kind} {name!r}."
+        ) from None
 
 
 def _with_legacy_defaults(cls: Any, data: Any) -> Any:
@@ -350,6 +498,11 @@ def _check_directory(
             saved = _unread_as_defaults(with_algorithm(saved, task, model))
         saved, given = to_dict(saved), to_dict(config)
         del saved["run"]["steps"], given["run"]["steps"]
+        for key in ("task_source", "model_source"):
+            if saved[key] is None or given[key] is None:  # saved before it was recorded
+                del saved[key], given[key]
+            else:  # a plugin's upgrade may continue a run
+                del saved[key]["version"], given[key]["version"]
         diff = _differences(saved, given)
         changes = [d for d in diff if d.split(":")[0] in CHANGEABLE] if allow_changes else []
         refused = [d for d in diff if d not in changes]
@@ -569,13 +722,33 @@ def train(
     try:
         return _train(config, out, progress, allow_changes)
     except BaseException:
-        if fresh and not (out / CONFIG_FILE).exists():  # nothing of a run was written
+        if fresh and not _has_checkpoint(out):  # failed before the run had a first checkpoint
             lock.release()
-            if created:
-                shutil.rmtree(out, ignore_errors=True)
+            _remove_unfinished_start(out, created)
         raise
     finally:
         lock.release()
+
+
+def _has_checkpoint(out: Path) -> bool:
+    """Whether `out/checkpoints` holds a committed checkpoint (Orbax names it by its step once
+    the save is complete)."""
+    folder = out / "checkpoints"
+    return folder.is_dir() and any(p.name.isdigit() for p in folder.iterdir())
+
+
+def _remove_unfinished_start(out: Path, created: bool) -> None:
+    """Remove what a start that failed before its first checkpoint wrote into `out` (all of it,
+    if it made `out`), so that the same command can be run again."""
+    if created:
+        shutil.rmtree(out, ignore_errors=True)
+        return
+    for name in (CONFIG_FILE, METRICS_FILE, HISTORY_FILE, "checkpoints"):
+        path = out / name
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
 
 
 def _train(config: TrainConfig, out: Path, progress: bool, allow_changes: bool) -> Path:

@@ -22,7 +22,7 @@ def _ensure_registered() -> None:
 
         for spec in vars(builtin).values():
             if isinstance(spec, plugins.ModelSpec | plugins.TaskSpec):
-                plugins.register(spec, dist="zoo")
+                plugins.register(spec, dist=plugins.own_distribution())
 
 
 def main() -> None:

@@ -8,6 +8,8 @@ Deliberately light: importing `tasks` (or `tasks.config`) imports no JAX; `Abstr
 import importlib
 from typing import TYPE_CHECKING
 
+__distribution__ = "compgen-zoo"  # checked by runs.shadowing: a foreign `tasks` lacks it
+
 if TYPE_CHECKING:
     from ._base import AbstractEnvironment, AbstractTask, Episode, Split, autoreset_step
 

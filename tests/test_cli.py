@@ -12,10 +12,12 @@ import sys
 import pytest
 from conftest import make_tiny_config
 
+import plugins
 import runs.run
 from runs.algorithms.config import BilevelConfig
 from runs.checkpoint import Checkpoints
 from runs.cli import UsageError, main, parse_train
+from runs.config import PluginSource
 from runs.presets import get_preset, get_sweep
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -130,7 +132,8 @@ def test_list(capsys: pytest.CaptureFixture[str]):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     rows = [line.split()[:2] for line in out.splitlines() if line.startswith("  ")]
-    assert ["linear-hypernet", "zoo"] in rows and ["hyperteacher", "zoo"] in rows, out
+    own = plugins.own_distribution()  # compgen-zoo (zoo where installed before the rename)
+    assert ["linear-hypernet", own] in rows and ["hyperteacher", own] in rows, out
     assert out.index("linear-hypernet") > out.index("models:")
     assert out.index("hyperteacher") > out.index("tasks:")
 
@@ -310,8 +313,12 @@ def test_train_eval_resume(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture
         assert float(loss) == pytest.approx(last[pool]["loss"], abs=1e-4)
         assert float(accuracy) == pytest.approx(last[pool]["accuracy"], abs=1e-4)
     assert [line.split()[0] for line in table[1:]] == [*POOLS, "r2_test", "r2_ood"]
+    sources = {}
+    for kind, name in (("task", "hyperteacher"), ("model", "linear-hypernet")):
+        entry = plugins.entry(f"{kind}s", name)
+        sources[f"{kind}_source"] = PluginSource(entry.dist, entry.version)
     assert runs.run.read_config(out) == dataclasses.replace(
-        make_tiny_config(steps=4), algorithm_name="bilevel", algorithm=BilevelConfig()
+        make_tiny_config(steps=4), algorithm_name="bilevel", algorithm=BilevelConfig(), **sources
     )
     rows = runs.run.read_metrics(out)
     assert [(r["step"], r["pool"]) for r in rows] == [

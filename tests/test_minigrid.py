@@ -275,7 +275,7 @@ def test_zoo_list_shows_the_environments():
     # the package is reinstalled (as tests/test_preference_grid.py does).
     try:
         for spec in ENV_SPECS:
-            plugins.register(spec, dist="zoo")
+            plugins.register(spec, dist=plugins.own_distribution())
         listing = plugins.format_listing()
         assert all(spec.name in listing for spec in ENV_SPECS)
         assert main(["list"]) == 0

@@ -166,7 +166,7 @@ def test_registered_spec_builds_the_task():
 
     # Under the built-in distribution's name, so that it coincides with the entry point once
     # the package is reinstalled.
-    plugins.register(compositional_preferences, dist="zoo")
+    plugins.register(compositional_preferences, dist=plugins.own_distribution())
     try:
         spec = plugins.task_spec("compositional-preferences")
         task = spec.load()(spec.config(split="non-compositional"), key=jax.random.key(0))

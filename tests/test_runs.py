@@ -22,10 +22,12 @@ import numpy as np
 import pytest
 from conftest import make_tiny_config
 
+import plugins
+import runs.checkpoint
 import runs.run
 from runs.algorithms.config import BilevelConfig
 from runs.checkpoint import Checkpoints, CheckpointWarning
-from runs.config import OuterConfig, RunConfig
+from runs.config import OuterConfig, PluginSource, RunConfig
 from runs.run import RunError, TrainingDiverged, build, build_task, load, read_config, train
 from tasks.config import HyperteacherConfig
 from zoo.linear_hypernet import LinearHypernet
@@ -35,8 +37,22 @@ STEPS = 6
 # Checkpoints at 0, 2, 4, 6; evaluation only at the end (a killed run never compiles it).
 CONFIG = make_tiny_config(steps=STEPS, eval_every=0)
 EVAL_POOLS = {"test", "ood", "ood_1", "ood_2"}
-# As saved: the algorithm chosen from the kinds of task and model is named.
-SAVED = dataclasses.replace(CONFIG, algorithm_name="bilevel", algorithm=BilevelConfig())
+
+
+def _source(kind: str, name: str) -> PluginSource:
+    entry = plugins.entry(kind, name)
+    return PluginSource(entry.dist, entry.version)
+
+
+# As saved: the algorithm chosen from the kinds of task and model is named, and the
+# distributions providing the task and the model are recorded.
+SAVED = dataclasses.replace(
+    CONFIG,
+    algorithm_name="bilevel",
+    algorithm=BilevelConfig(),
+    task_source=_source("tasks", "hyperteacher"),
+    model_source=_source("models", "linear-hypernet"),
+)
 
 
 def _arrays(tree) -> list[np.ndarray]:
@@ -568,15 +584,50 @@ def test_a_run_is_finished_when_its_final_checkpoint_is(
     assert _rows(out) == _rows(run_a)
 
 
-def test_a_start_killed_before_its_config_is_adopted(tmp_path: pathlib.Path, no_training: None):
+def test_a_start_killed_before_its_config_is_adopted(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+):
     """What a start killed early leaves (an empty `checkpoints/`, a lock file) does not block
-    the next start; the config is written before anything else."""
+    the next start; the config is written before anything else. A start that fails (rather
+    than being killed) before its first checkpoint takes back what it wrote."""
     out = tmp_path / "half"
     (out / "checkpoints").mkdir(parents=True)
     (out / ".lock").write_text("")
+    seen = []
+
+    def checkpoints(directory, **kwargs):
+        seen.append(read_config(directory))
+        _no_training()
+
+    monkeypatch.setattr(runs.run, "Checkpoints", checkpoints)
+    monkeypatch.setattr(runs.run, "train_chunk", _no_training)
     with pytest.raises(AssertionError, match="before its settings were checked"):
         train(CONFIG, out, progress=False)  # gets past every check to the checkpoints
-    assert read_config(out) == SAVED
+    assert seen == [SAVED]
+    assert sorted(p.name for p in out.iterdir()) == [".lock"]
+
+
+@pytest.mark.parametrize("existed", [False, True])
+def test_a_start_that_fails_before_its_first_checkpoint_can_be_retried(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, existed: bool
+):
+    """An error between writing `config.json` and committing the first checkpoint (Orbax
+    failing, say) leaves no half-made run that would refuse the same command."""
+    out = tmp_path / "half"
+    if existed:
+        out.mkdir()
+
+    def fail(self, state):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(runs.checkpoint.Checkpoints, "save", fail)
+    monkeypatch.setattr(runs.run, "train_chunk", _no_training)
+    with pytest.raises(RuntimeError, match="disk full"):
+        train(CONFIG, out, progress=False)
+    if existed:
+        assert sorted(p.name for p in out.iterdir()) == [".lock"]
+    else:
+        assert not out.exists()
 
 
 @pytest.mark.parametrize("where", ["file", "under-file"])
