@@ -20,7 +20,15 @@ import tyro
 
 import plugins
 
-from .config import EvalConfig, InnerConfig, OuterConfig, RunConfig, TrainConfig
+from .config import (
+    DistributedConfig,
+    DistributedError,
+    EvalConfig,
+    InnerConfig,
+    OuterConfig,
+    RunConfig,
+    TrainConfig,
+)
 
 USAGE = """usage: zoo COMMAND ...   |   zoo --version
 
@@ -87,6 +95,7 @@ def train_command_type(
             False,
         ),
         ("progress", Annotated[bool, tyro.conf.arg(help="Show a progress bar.")], True),
+        ("cluster", Annotated[DistributedConfig, tyro.conf.OmitArgPrefixes], DistributedConfig()),
         ("run", Annotated[RunConfig, tyro.conf.OmitArgPrefixes], base.run),
         ("task", Annotated[task_spec.config, tyro.conf.arg(help=task_spec.description)], base.task),
         (
@@ -252,6 +261,13 @@ def _train(argv: list[str]) -> int:
         return 2
     if command.allow_changes and not command.resume:
         print("zoo train: --allow-changes goes with --resume.", file=sys.stderr)
+        return 2
+    from .distributed import initialize
+
+    try:  # before any JAX computation
+        initialize(command.cluster)
+    except DistributedError as error:
+        print(f"zoo train: {error}", file=sys.stderr)
         return 2
     try:
         out = train(

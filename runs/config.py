@@ -201,6 +201,50 @@ class RunConfig:
             raise ValueError(f"devices must be >= 1, got {self.devices}.")
 
 
+class DistributedError(ValueError):
+    """The multi-process settings are inconsistent; the message says what to pass."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DistributedConfig:
+    """How the processes of a multi-process run find each other (`jax.distributed`)."""
+
+    distributed: bool = False
+    """Run as one of several processes (`jax.distributed.initialize`): every process runs the
+    same command, one mesh spans the devices of them all. With no other flag, JAX detects the
+    cluster (SLURM, Open MPI, Kubernetes/JobSet, Cloud TPU)."""
+    coordinator: str | None = None
+    """HOST:PORT of process 0's coordination service (default: detected from the cluster)."""
+    num_processes: int | None = None
+    """How many processes take part (default: detected from the cluster)."""
+    process_id: int | None = None
+    """This process's index, 0 to num_processes - 1 (default: detected from the cluster)."""
+
+    def __post_init__(self):
+        given = [self.coordinator, self.num_processes, self.process_id]
+        if not self.distributed and any(v is not None for v in given):
+            raise DistributedError(
+                "--coordinator, --num-processes and --process-id go with --distributed."
+            )
+        if self.num_processes is not None and self.num_processes < 1:
+            raise DistributedError(f"--num-processes must be >= 1, got {self.num_processes}.")
+        if self.process_id is not None and self.process_id < 0:
+            raise DistributedError(f"--process-id must be >= 0, got {self.process_id}.")
+        if (
+            self.num_processes is not None
+            and self.process_id is not None
+            and self.process_id >= self.num_processes
+        ):
+            raise DistributedError(
+                f"--process-id ({self.process_id}) must be below --num-processes "
+                f"({self.num_processes})."
+            )
+        if self.coordinator is not None and ":" not in self.coordinator:
+            raise DistributedError(
+                f"--coordinator must be HOST:PORT (e.g. 10.0.0.1:1234), got {self.coordinator!r}."
+            )
+
+
 @dataclasses.dataclass(frozen=True)
 class PluginSource:
     """Where a run's task or model plugin came from: the distribution that provided it (its

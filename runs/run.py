@@ -37,6 +37,7 @@ from . import algorithms
 from .algorithms.base import AbstractAlgorithm, train_chunk
 from .checkpoint import Checkpoints, OldCheckpointError
 from .config import InnerConfig, OuterConfig, PluginSource, TrainConfig, from_dict, to_dict
+from .distributed import barrier, fetch, is_primary, local, multiprocess
 from .lock import LOCK_FILE, DirectoryLock, LockedError, atomic_write_text
 from .provenance import provenance
 from .sharding import make_mesh, replicate
@@ -535,6 +536,8 @@ def _append_history(
         record["changes"] = changes
     record |= provenance()
     record["devices"] = int(mesh.devices.size)
+    if multiprocess():
+        record["processes"] = jax.process_count()
     record["device_kind"] = mesh.devices.flat[0].device_kind
     with (out / HISTORY_FILE).open("a") as f:
         f.write(json.dumps(record) + "\n")
@@ -713,6 +716,8 @@ def train(
     """
     out = Path(out)
     config = prepare(config, out, resume, allow_changes)
+    if multiprocess():
+        return _train_multiprocess(config, out, progress, allow_changes)
     fresh = _is_blank(out)
     created = not out.exists()
     try:
@@ -726,6 +731,22 @@ def train(
             lock.release()
             _remove_unfinished_start(out, created)
         raise
+    finally:
+        lock.release()
+
+
+def _train_multiprocess(
+    config: TrainConfig, out: Path, progress: bool, allow_changes: bool
+) -> Path:
+    """`train` as one of several processes (`runs.distributed`): every process has checked
+    `out` before any writes to it; process 0 alone locks and writes it (and shows progress)."""
+    resuming = (out / CONFIG_FILE).exists()
+    barrier("zoo-train-checked")  # no process sees what another has written yet
+    if not is_primary():
+        return _train(config, out, False, allow_changes, resuming)
+    lock = DirectoryLock(out, "zoo train").acquire()  # the others' locks would be the same
+    try:
+        return _train(config, out, progress, allow_changes, resuming)
     finally:
         lock.release()
 
@@ -751,24 +772,43 @@ def _remove_unfinished_start(out: Path, created: bool) -> None:
             path.unlink(missing_ok=True)
 
 
-def _train(config: TrainConfig, out: Path, progress: bool, allow_changes: bool) -> Path:
-    """`train`, its directory checked and locked."""
+def _train(
+    config: TrainConfig,
+    out: Path,
+    progress: bool,
+    allow_changes: bool,
+    resuming: bool | None = None,
+) -> Path:
+    """`train`, its directory checked and locked (`resuming`: whether `out` held a run when
+    every process of a multi-process run had checked it)."""
     with _progress(config.run.steps, 0, progress) as bar:  # shown from the start
-        return _train_in(config, out, _Status(bar), allow_changes)
+        return _train_in(config, out, _Status(bar), allow_changes, resuming)
 
 
-def _train_in(config: TrainConfig, out: Path, status: "_Status", allow_changes: bool) -> Path:
+def _train_in(
+    config: TrainConfig,
+    out: Path,
+    status: "_Status",
+    allow_changes: bool,
+    resuming: bool | None = None,
+) -> Path:
     """`_train` with its progress bar."""
     status.phase("building the task and model")
     task, model = build(config)
-    # Checked again under the lock: another writer may have started or finished since.
-    resuming = (out / CONFIG_FILE).exists()
-    changes = _check_directory(config, out, resuming, task, model, allow_changes)
+    primary = is_primary()
+    if resuming is None:
+        # Checked again under the lock: another writer may have started or finished since.
+        resuming = (out / CONFIG_FILE).exists()
+    # The other processes checked before process 0 could write (`_train_multiprocess`).
+    changes = _check_directory(config, out, resuming, task, model, allow_changes) if primary else []
     algorithm = build_algorithm(config, task, model)
     _, train_key, eval_key = _keys(config.run.seed)
     state = algorithm.init(task, model, train_key)
-    if not resuming:  # the config first: a directory with it is a run every command accepts
+    if (
+        not resuming and primary
+    ):  # the config first: a directory with it is a run every command accepts
         save_config(config, out)
+    barrier("zoo-train-config")
     checkpoints = Checkpoints(out, keep=config.run.keep)
     if resuming:
         if checkpoints.steps():
@@ -783,17 +823,21 @@ def _train_in(config: TrainConfig, out: Path, status: "_Status", allow_changes: 
                     "run in another --out."
                 )
             state = restored
-        _truncate_metrics(out, int(state.step))
-        if changes:  # the config now holds the new values; the history says which and when
-            print(f"--allow-changes at step {int(state.step)}: " + "; ".join(changes))
-        save_config(config, out)
-    _append_history(
-        out, "resume" if resuming else "start", int(state.step), changes, algorithm.mesh
-    )
+        if primary:
+            _truncate_metrics(out, int(state.step))
+            if changes:  # the config now holds the new values; the history says which and when
+                print(f"--allow-changes at step {int(state.step)}: " + "; ".join(changes))
+            save_config(config, out)
+    if primary:
+        _append_history(
+            out, "resume" if resuming else "start", int(state.step), changes, algorithm.mesh
+        )
     if not checkpoints.steps():
         status.phase("saving the first checkpoint")
         checkpoints.save(state)
     state = replicate(state, algorithm.mesh)
+    if multiprocess():  # the task's arrays are inputs of the step over the global mesh
+        task = replicate(task, algorithm.mesh)
 
     step, total = int(state.step), config.run.steps
     bar = status.start(step)
@@ -818,14 +862,17 @@ def _train_in(config: TrainConfig, out: Path, status: "_Status", allow_changes: 
 
     def evaluation(step, state, metrics):
         status.phase(describe_evaluation(task, config), line=step == total)
-        for pool, values in algorithm.evaluate(task, state.model, eval_key, config.eval).items():
+        # Every process evaluates its own copy of the model (the same numbers); process 0 writes.
+        results = algorithm.evaluate(local(task), local(state.model), eval_key, config.eval)
+        for pool, values in results.items():
             rows.append({"step": step, "pool": pool, **values})
         status.phase(None)
 
     def write(step, state, metrics):
         # Before the checkpoint of the same step: a run is finished only once its final
         # checkpoint is committed, and a resume drops rows past its checkpoint.
-        _write_metrics(out / METRICS_FILE, rows)
+        if primary:
+            _write_metrics(out / METRICS_FILE, rows)
         rows.clear()
 
     def checkpoint(step, state, metrics):
@@ -855,7 +902,7 @@ def _train_in(config: TrainConfig, out: Path, status: "_Status", allow_changes: 
                 status.phase(f"compiling the training step ({length} steps per call)", line=True)
             state, pending = train_chunk(algorithm, task, state, length)
             in_flight = length
-            metrics = {k: np.asarray(v) for k, v in pending.items()}
+            metrics = {k: fetch(v) for k, v in pending.items()}
             if compiling:
                 compiled.add(length)
                 status.phase(None)
@@ -885,7 +932,7 @@ def _train_in(config: TrainConfig, out: Path, status: "_Status", allow_changes: 
     except KeyboardInterrupt:
         bar.close()
         saved = _save_interrupted(state, step, in_flight, pending, log, checkpoints)
-        if rows:
+        if rows and primary:
             _write_metrics(out / METRICS_FILE, rows)
         at = saved if saved is not None else checkpoints.steps()[-1]
         raise RunInterrupted(
@@ -903,7 +950,7 @@ def _save_interrupted(state, step, in_flight, pending, log, checkpoints) -> int 
     try:
         jax.block_until_ready(state)
         if in_flight:
-            metrics = {k: np.asarray(v) for k, v in pending.items()}
+            metrics = {k: fetch(v) for k, v in pending.items()}
             if not np.isfinite(metrics["loss"]).all():
                 return None
             step += in_flight

@@ -1,4 +1,4 @@
-"""Devices: a 1-D mesh over local devices, replication onto it, and sharded means.
+"""Devices: a 1-D mesh over the devices of every process, replication onto it, and sharded means.
 
 Shared by every algorithm: a batch of independent items (tasks, environments) is split over the
 mesh axis with `jax.shard_map`, each device computes on its share, and the results (gradients,
@@ -9,6 +9,8 @@ from collections.abc import Callable
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
+import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxtyping import PyTree
 
@@ -21,11 +23,21 @@ class MeshError(ValueError):
 
 
 def make_mesh(devices: int | None, batch: int, *, name: str = "outer.meta_batch") -> Mesh:
-    """A 1-D mesh over `devices` local devices (default: the most that divide `batch`).
+    """A 1-D mesh over `devices` devices (default: the most that divide `batch`): the local
+    devices, or in a multi-process run (`runs.distributed`) the devices of every process, all
+    of them (each process must take part), process 0's first.
 
-    **Raises:** `MeshError` if more devices are asked for than are visible, or if they do not
-    divide `batch` (`name` says which setting `batch` is, for the message)."""
-    available = jax.local_devices()
+    **Raises:** `MeshError` if more devices are asked for than are visible, if they do not
+    divide `batch` (`name` says which setting `batch` is, for the message), or if a
+    multi-process mesh would leave a process's devices out."""
+    available = jax.devices()
+    if jax.process_count() > 1:
+        if devices not in (None, len(available)):
+            raise MeshError(
+                f"A run over {jax.process_count()} processes splits the batch over all their "
+                f"{len(available)} devices; drop --devices or pass --devices {len(available)}."
+            )
+        devices = len(available)
     if devices is None:
         devices = max(n for n in range(1, len(available) + 1) if batch % n == 0)
     if devices > len(available):
@@ -43,10 +55,25 @@ def make_mesh(devices: int | None, batch: int, *, name: str = "outer.meta_batch"
 
 def replicate(tree: PyTree, mesh: Mesh) -> PyTree:
     """`tree` with its array leaves placed on every device of `mesh` (as the outputs of a
-    compiled step are placed), so that later calls hit the same compiled program."""
+    compiled step are placed), so that later calls hit the same compiled program. In a
+    multi-process run every process passes the same values (each places its own copy)."""
     sharding = NamedSharding(mesh, PartitionSpec())
     arrays, static = eqx.partition(tree, eqx.is_array)
-    return eqx.combine(jax.device_put(arrays, sharding), static)
+    if mesh.is_multi_process:
+        arrays = jax.tree_util.tree_map(lambda x: _global(x, sharding), arrays)
+    else:
+        arrays = jax.device_put(arrays, sharding)
+    return eqx.combine(arrays, static)
+
+
+def _global(x: jax.Array, sharding: NamedSharding) -> jax.Array:
+    """The replicated array spanning several processes of this process's copy `x`."""
+    if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+        data = _global(jax.random.key_data(x), sharding)
+        return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
+    if isinstance(x, jax.Array) and not x.is_fully_addressable:
+        return x  # already global
+    return jax.make_array_from_process_local_data(sharding, np.asarray(x))
 
 
 def sharded_mean(
