@@ -283,6 +283,12 @@ def _train(argv: list[str]) -> int:
     except RunInterrupted as error:
         print(f"zoo train: {error}", file=sys.stderr)
         return 130
+    if command.cluster.distributed:
+        import jax
+
+        if jax.process_index() != 0:  # process 0 writes the run and prints its metrics
+            print(f"process {jax.process_index()} of {jax.process_count()} done")
+            return 0
     last = _last_evaluation(out)
     if last is not None:
         print(format_metrics(*last))
