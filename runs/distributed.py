@@ -25,9 +25,9 @@ def initialize(config: DistributedConfig) -> None:
     before any JAX computation. On CPU, collectives between processes go through Gloo."""
     if not config.distributed:
         return
-    platforms = os.environ.get("JAX_PLATFORMS", "") or str(jax.config.jax_platforms or "")
-    if not platforms or "cpu" in platforms:
-        # Only read by the CPU client: harmless where the devices are GPUs or TPUs.
+    if "JAX_CPU_COLLECTIVES_IMPLEMENTATION" not in os.environ:  # e.g. "mpi", the user's choice
+        # Collectives between the CPU devices of different processes (JAX 0.10's default, made
+        # explicit); only the CPU client reads it, so it is harmless on GPUs and TPUs.
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
     try:
         jax.distributed.initialize(
