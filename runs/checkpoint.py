@@ -30,6 +30,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 from jaxtyping import PyTree
 
+from .distributed import fetch
 from .state import TrainState
 
 
@@ -84,8 +85,9 @@ def _lookup(tree: dict, path: tuple[str, ...]) -> Any:
 
 def to_tree(tree: PyTree) -> dict:
     """The array leaves of `tree` as a nested dict keyed by their paths (PRNG keys as their
-    key data)."""
-    return _nest([(p, np.asarray(jr.key_data(x) if _is_key(x) else x)) for p, x in _paths(tree)])
+    key data), whole: in a multi-process run, arrays split over the processes (e.g. PPO's
+    environments) are gathered from all of them, so every process must call it."""
+    return _nest([(p, fetch(jr.key_data(x) if _is_key(x) else x)) for p, x in _paths(tree)])
 
 
 def _abstract_tree(like: PyTree, sharding) -> dict:

@@ -10,6 +10,7 @@ coordinates them), which hold whole arrays and so restore with any number of pro
 """
 
 import os
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -58,10 +59,11 @@ def barrier(name: str) -> None:
         multihost_utils.sync_global_devices(name)
 
 
-def fetch(x: jax.Array) -> np.ndarray:
-    """The value of `x` on the host: read directly if this process holds all of it (a
-    replicated output), else gathered from every process."""
-    if x.is_fully_addressable or x.is_fully_replicated:
+def fetch(x: Any) -> np.ndarray:
+    """The value of `x` (an array, or a NumPy array or scalar) on the host: read directly if
+    this process holds all of it (a replicated output), else gathered from every process
+    (then every process must call it)."""
+    if not isinstance(x, jax.Array) or x.is_fully_addressable or x.is_fully_replicated:
         return np.asarray(x)
     return np.asarray(multihost_utils.process_allgather(x, tiled=True))
 
