@@ -48,6 +48,7 @@ def test_flags_go_with_distributed():
         DistributedConfig(distributed=True, coordinator="127.0.0.1")
 
 
+@pytest.mark.slow  # three processes compiling: about 7 minutes on 2 busy cores (`pytest -m slow`)
 def test_two_processes_train_as_one_with_two_devices(tmp_path: pathlib.Path):
     multi = tmp_path / "multi"
     port = _free_port()
