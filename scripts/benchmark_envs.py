@@ -76,6 +76,12 @@ def jax_steps_per_second(
     state, _ = jax.jit(jax.vmap(env.reset))(jr.split(jr.key(0), envs))
     sharding = jax.sharding.NamedSharding(mesh, spec)
     state = jax.device_put(state, sharding)
+    return _timed(rollout, state, sharding, devices, repeats, envs * steps)
+
+
+def _timed(rollout, state, sharding, devices: int, repeats: int, steps: int) -> tuple[float, float]:
+    """`(best steps/s, compile seconds)` of `rollout(state, keys)` (one key per device), run
+    once to compile and then `repeats` times; `steps` environment steps per call."""
     start = time.perf_counter()
     state, out = rollout(state, jax.device_put(jr.split(jr.key(1), devices), sharding))
     jax.block_until_ready(out)
@@ -87,7 +93,7 @@ def jax_steps_per_second(
         state, out = rollout(state, keys)
         jax.block_until_ready(out)
         best = min(best, time.perf_counter() - start)
-    return envs * steps / best, compile_s
+    return steps / best, compile_s
 
 
 XMINIGRID = {
@@ -138,18 +144,7 @@ def xminigrid_steps_per_second(
     reset = jax.jit(jax.vmap(env.reset, in_axes=(None, 0)))
     sharding = jax.sharding.NamedSharding(mesh, spec)
     timestep = jax.device_put(reset(params, jr.split(jr.key(0), envs)), sharding)
-    start = time.perf_counter()
-    timestep, out = rollout(timestep, jax.device_put(jr.split(jr.key(1), devices), sharding))
-    jax.block_until_ready(out)
-    compile_s = time.perf_counter() - start
-    best = float("inf")
-    for i in range(repeats):
-        start = time.perf_counter()
-        keys = jax.device_put(jr.split(jr.key(2 + i), devices), sharding)
-        timestep, out = rollout(timestep, keys)
-        jax.block_until_ready(out)
-        best = min(best, time.perf_counter() - start)
-    return envs * steps / best, compile_s
+    return _timed(rollout, timestep, sharding, devices, repeats, envs * steps)
 
 
 def minigrid_steps_per_second(level: str, seconds: float) -> float | None:
@@ -175,7 +170,7 @@ def minigrid_steps_per_second(level: str, seconds: float) -> float | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument(
         "--levels", nargs="+", default=["doorkey-8x8", "doorkey-16x16", "babyai-gotolocal"]
     )
