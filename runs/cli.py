@@ -779,19 +779,14 @@ COMMANDS = {
 }
 
 
-DISTRIBUTIONS = ("compgen-zoo", "zoo")
-"""Names the zoo's distribution has had, newest first (`zoo --version` reads the installed one)."""
-
-
 def version() -> str:
     """`"NAME VERSION"` of the installed distribution of the zoo (importlib.metadata), or a
     note that it is not installed (the code run from a source checkout)."""
-    for name in DISTRIBUTIONS:
-        try:
-            return f"{name} {metadata.version(name)}"
-        except metadata.PackageNotFoundError:
-            continue
-    return "zoo (version unknown: not installed, run from a source checkout)"
+    name = plugins.own_distribution()
+    try:
+        return f"{name} {metadata.version(name)}"
+    except metadata.PackageNotFoundError:
+        return "zoo (version unknown: not installed, run from a source checkout)"
 
 
 def main(argv: list[str] | None = None) -> int:
