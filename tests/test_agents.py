@@ -128,6 +128,40 @@ def test_instruction_encoder_is_a_gru_over_the_mission_words():
     np.testing.assert_allclose(encoder(tokens[:3]), h, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("distinct", [3, 9, 40, 300], ids=["8-rows", "32-rows", "fallback", "off"])
+def test_a_batch_of_missions_encodes_each_distinct_one_once(distinct: int):
+    """`batch` equals encoding every row, in value and gradient: with 3 or 9 distinct missions
+    among 300 rows (the 8- and 32-row buffers), with 40 (more than the largest buffer allowed:
+    every row), and with deduplication off."""
+    encoder = InstructionEncoder(VOCAB, 6, distinct=32 if distinct != 300 else 0, key=jr.key(0))
+    pool = jr.randint(jr.key(1), (min(distinct, 300), MISSION_LEN), 1, VOCAB)
+    tokens = pool[jr.randint(jr.key(2), (300,), 0, pool.shape[0])]
+    weights = jr.normal(jr.key(3), (300, 6))
+
+    def loss(encoder, batched):
+        out = encoder.batch(tokens) if batched else jax.vmap(encoder)(tokens)
+        return jnp.sum(weights * out), out
+
+    (_, every), grads = eqx.filter_value_and_grad(loss, has_aux=True)(encoder, False)
+    (_, once), grads_once = eqx.filter_value_and_grad(loss, has_aux=True)(encoder, True)
+    np.testing.assert_allclose(once, every, rtol=1e-5, atol=1e-6)
+    for a, b in zip(jtu.tree_leaves(grads_once), jtu.tree_leaves(grads), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_step_of_encode_is_the_agent():
+    """`step(encode(obs))` and `encode_batch` give what the agent gives frame by frame."""
+    agent = _agent("lstm")
+    obs = _observations(6, mission=True)
+    memory = jax.vmap(lambda _: agent.initial_memory())(jnp.arange(6))
+    whole = jax.vmap(agent)(obs, memory)
+    features = agent.encode_batch(obs)
+    np.testing.assert_allclose(features, jax.vmap(agent.encode)(obs), rtol=1e-6, atol=1e-6)
+    parts = jax.vmap(agent.step)(features, memory)
+    for a, b in zip(jtu.tree_leaves(parts), jtu.tree_leaves(whole), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
 def test_labels_of_meta_rims():
     agent = _agent("rims")
     agent.fast_filter()  # the labels are checked: the model's structure, known labels

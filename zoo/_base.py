@@ -157,6 +157,31 @@ class AbstractActorCritic(AbstractLearner):
         """`(logits, value, next_memory)` for one observation; `key` drives dropout (none
         without a key)."""
 
+    def encode(self, obs: dict[str, Array]) -> PyTree[Array]:
+        """The part of a step that does not read the memory (the encoders of the image and the
+        mission), for one observation. An algorithm that replays a stored sequence of
+        observations encodes them all at once, as a batch, before stepping the recurrence:
+        `step(encode(obs), memory)` equals `self(obs, memory)`. By default the observation
+        itself (an agent without such a part need not override `encode` or `step`)."""
+        return obs
+
+    def encode_batch(self, obs: dict[str, Array]) -> PyTree[Array]:
+        """`encode` for a batch of observations (leading axis of every leaf); by default
+        `jax.vmap(self.encode)(obs)`. Override where a batch is cheaper to encode at once than
+        frame by frame (e.g. repeated missions)."""
+        return jax.vmap(self.encode)(obs)
+
+    def step(
+        self,
+        features: PyTree[Array],
+        memory: PyTree[Array],
+        *,
+        key: PRNGKeyArray | None = None,
+    ) -> tuple[Float[Array, " actions"], Float[Array, ""], PyTree[Array]]:
+        """`(logits, value, next_memory)` from `encode(obs)`; by default `self(features, memory,
+        key=key)`."""
+        return self(features, memory, key=key)
+
 
 class AbstractModuleActivity(eqx.Module):
     """Capability: an agent made of modules that are active or not at each step (e.g. RIMs'

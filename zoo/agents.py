@@ -122,14 +122,20 @@ class InstructionEncoder(eqx.Module):
 
     embedding: eqx.nn.Embedding
     gru: eqx.nn.GRUCell
+    distinct: int = eqx.field(static=True, default=512)
 
-    def __init__(self, vocab: int, dim: int = 128, *, key: PRNGKeyArray):
+    def __init__(self, vocab: int, dim: int = 128, *, distinct: int = 512, key: PRNGKeyArray):
         """**Arguments:**
 
         - `vocab`: number of token ids (0 the padding, embedded like any other).
         - `dim`: size of the word embeddings and of the GRU's state.
+        - `distinct`: the largest buffer of distinct missions `batch` uses (a batch with
+            more encodes every row: the same numbers, slower). 0 turns deduplication off.
         - `key`: a PRNG key for the initialization.
         """
+        if distinct < 0:
+            raise ValueError(f"InstructionEncoder: distinct must be >= 0, got {distinct}.")
+        self.distinct = distinct
         k_emb, k_gru, k_bias = jr.split(key, 3)
         self.embedding = eqx.nn.Embedding(vocab, dim, key=k_emb)
         gru = eqx.nn.GRUCell(dim, dim, key=k_gru)
@@ -176,6 +182,41 @@ class InstructionEncoder(eqx.Module):
 
         h, _ = jax.lax.scan(body, h, (inputs[1:], tokens[1:] != 0))
         return h
+
+    def batch(self, tokens: Int[Array, "batch length"]) -> Float[Array, "batch dim"]:
+        """`jax.vmap(self)(tokens)`, computing each distinct mission once: a level has few
+        missions (GoToObj 18, GoToLocal 36, PickupLoc about 200), and a PPO minibatch of 1,280
+        frames a few dozen episodes, so the GRU, sequential over the words, would otherwise be
+        most of an update's cost. The distinct missions go into the smallest buffer of
+        8, 32, 128, ... rows (up to `distinct`) that holds them, or, when none does, every row
+        is encoded. The gradient is the same sum over frames."""
+        n = tokens.shape[0]
+        sizes = []
+        size = 8
+        while size <= self.distinct and size < n:
+            sizes.append(size)
+            size *= 4
+        if not sizes:
+            return jax.vmap(self)(tokens)
+        order = jnp.lexsort(tokens.T[::-1])
+        ordered = tokens[order]
+        first = jnp.concatenate(
+            [jnp.ones((1,), bool), jnp.any(ordered[1:] != ordered[:-1], axis=1)]
+        )
+        group = jnp.cumsum(first) - 1
+        inverse = jnp.zeros((n,), group.dtype).at[order].set(group)
+
+        def deduplicated(size: int):
+            def encode():
+                unique = jnp.zeros((size, tokens.shape[1]), tokens.dtype)
+                unique = unique.at[group].set(ordered, mode="drop")
+                return jax.vmap(self)(unique)[inverse]
+
+            return encode
+
+        branches = [deduplicated(size) for size in sizes] + [lambda: jax.vmap(self)(tokens)]
+        which = jnp.searchsorted(jnp.asarray(sizes), group[-1] + 1)
+        return jax.lax.switch(which, branches)
 
 
 class Head(eqx.Module):
@@ -268,7 +309,31 @@ class ActorCritic(AbstractActorCritic, AbstractModuleActivity):
 
         `(logits, value, next_memory)`.
         """
-        logits, value, memory, _ = self.activity(obs, memory, key=key)
+        return self.step(self.encode(obs), memory, key=key)
+
+    def encode(self, obs: dict[str, Array]) -> Float[Array, " features"]:
+        """The image's and the mission's encodings, concatenated (the core's input)."""
+        x = self.image(obs["image"].astype(jnp.float32))
+        if self.instruction is not None:
+            x = jnp.concatenate([x, self.instruction(obs["mission"])])
+        return x
+
+    def encode_batch(self, obs: dict[str, Array]) -> Float[Array, "batch features"]:
+        """`jax.vmap(self.encode)(obs)`, each distinct mission of the batch encoded once."""
+        x = jax.vmap(self.image)(obs["image"].astype(jnp.float32))
+        if self.instruction is not None:
+            x = jnp.concatenate([x, self.instruction.batch(obs["mission"])], axis=-1)
+        return x
+
+    def step(
+        self,
+        features: Float[Array, " features"],
+        memory: PyTree[Array],
+        *,
+        key: PRNGKeyArray | None = None,
+    ) -> tuple[Float[Array, " actions"], Float[Array, ""], PyTree[Array]]:
+        """The core and the heads, from `encode(obs)`."""
+        logits, value, memory, _ = self._core_and_heads(features, memory, key)
         return logits, value, memory
 
     def activity(
@@ -280,9 +345,11 @@ class ActorCritic(AbstractActorCritic, AbstractModuleActivity):
     ) -> tuple[Float[Array, " actions"], Float[Array, ""], PyTree[Array], Bool[Array, " modules"]]:
         """As `__call__`, and which modules were active at this step: the RIMs core's top-k
         mask, `[num_modules]`; an LSTM core is one module, always active (`[1]`)."""
-        x = self.image(obs["image"].astype(jnp.float32))
-        if self.instruction is not None:
-            x = jnp.concatenate([x, self.instruction(obs["mission"])])
+        return self._core_and_heads(self.encode(obs), memory, key)
+
+    def _core_and_heads(
+        self, x: Float[Array, " features"], memory: PyTree[Array], key: PRNGKeyArray | None
+    ) -> tuple[Float[Array, " actions"], Float[Array, ""], PyTree[Array], Bool[Array, " modules"]]:
         if isinstance(self.core, RIMCell):
             memory, active = self.core(x, memory, key=key)
             features = memory[0].reshape(-1)

@@ -89,10 +89,11 @@ def _act(
     key: PRNGKeyArray | None,
 ) -> tuple[Float[Array, "envs actions"], Float[Array, " envs"], PyTree[Array]]:
     """The agent on a batch of environments (`key=None`: no dropout)."""
+    features = model.encode_batch(obs)
     if key is None:
-        return jax.vmap(lambda o, m: model(o, m))(obs, memory)
+        return jax.vmap(lambda f, m: model.step(f, m))(features, memory)
     keys = jr.split(key, jtu.tree_leaves(obs)[0].shape[0])
-    return jax.vmap(lambda o, m, k: model(o, m, key=k))(obs, memory, keys)
+    return jax.vmap(lambda f, m, k: model.step(f, m, key=k))(features, memory, keys)
 
 
 def _log_prob(logits: Float[Array, "*b actions"], action: Int[Array, "*b"]) -> Float[Array, "*b"]:
@@ -247,15 +248,25 @@ class PPO(AbstractAlgorithm):
         `memory` `[sequences, ...]`), averaged over its frames."""
         eps = self.settings.clip_eps
 
+        # Everything that does not read the memory (the encoders), for all frames of the
+        # minibatch at once; only the core and heads run inside the recurrence.
+        frames = batch["mask"].shape
+        flat = jtu.tree_map(lambda x: x.reshape(-1, *x.shape[2:]), batch["obs"])
+        features = jtu.tree_map(
+            lambda x: x.reshape(*frames, *x.shape[1:]), model.encode_batch(flat)
+        )
+
         def body(memory, inputs):
-            obs, mask, key = inputs
-            logits, value, memory = _act(model, obs, _masked(memory, mask), key)
+            features, mask, key = inputs
+            memory = _masked(memory, mask)
+            keys = jr.split(key, mask.shape[0])
+            logits, value, memory = jax.vmap(lambda f, m, k: model.step(f, m, key=k))(
+                features, memory, keys
+            )
             return memory, (logits, value)
 
         keys = jr.split(key, batch["mask"].shape[0])
-        _, (logits, value) = jax.lax.scan(
-            body, batch["memory"], (batch["obs"], batch["mask"], keys)
-        )
+        _, (logits, value) = jax.lax.scan(body, batch["memory"], (features, batch["mask"], keys))
         advantage, returns = batch["advantage"], batch["returns"]
         ratio = jnp.exp(_log_prob(logits, batch["action"]) - batch["log_prob"])
         policy_loss = -jnp.mean(
