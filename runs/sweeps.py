@@ -56,10 +56,11 @@ class Sweep:
     paper: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
     """The paper's values, `{label: {metric: value}}`, drawn beside ours."""
     seeds: tuple[int, ...] = (0, 1, 2)
-    seed_task: bool = False
-    """Also set each run's `task.seed` to the run seed: for tasks that take their fixed
-    structure from their own `seed` field rather than the run's key (the compositional goals'
-    mazes and split), so that the seeds vary it as the authors' run seed did."""
+    seed_task: bool | str = False
+    """Also set a field of each run's task config to the run seed (`True`: `task.seed`; a name,
+    e.g. `"split_seed"`: that field): for tasks that take their fixed structure from their own
+    settings rather than the run's key (the compositional goals' mazes and split, the
+    hyperteacher's split), so that the seeds vary it as the authors' run seed did."""
 
 
 # --------------------------------------------------------------------------- running
@@ -70,11 +71,13 @@ def run_dir(out: Path, label: str, seed: int) -> Path:
 
 
 def _with_seed(
-    config: TrainConfig, seed: int, steps: int | None, seed_task: bool = False
+    config: TrainConfig, seed: int, steps: int | None, seed_task: bool | str = False
 ) -> TrainConfig:
     run = dataclasses.replace(config.run, seed=seed)
     if seed_task:
-        config = dataclasses.replace(config, task=dataclasses.replace(config.task, seed=seed))
+        field = "seed" if seed_task is True else seed_task
+        task = dataclasses.replace(config.task, **{field: seed})
+        config = dataclasses.replace(config, task=task)
     if steps is None:
         return dataclasses.replace(config, run=run)
     per_call = min(run.steps_per_call, steps)

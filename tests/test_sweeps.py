@@ -43,6 +43,20 @@ def test_plan_applies_seeds_and_steps():
         assert config.run.checkpoint_every % config.run.steps_per_call == 0
 
 
+def test_a_sweep_can_set_a_task_field_to_each_seed():
+    """`seed_task="split_seed"` gives each run of the hyperteacher a split drawn from its own
+    seed (the authors' run seed drew both); the default leaves the task alone."""
+    sweep = dataclasses.replace(_tiny_sweep(), seed_task="split_seed")
+    assert [(s, c.task.split_seed) for _, s, c in plan(sweep, seeds=(0, 5))] == [
+        (0, 0),
+        (5, 5),
+        (0, 0),
+        (5, 5),
+    ]
+    assert {c.task.split_seed for _, _, c in plan(_tiny_sweep(), seeds=(0, 5))} == {0}
+    assert runs.presets.get_sweep("schug2024/fig3b-cpu").seed_task == "split_seed"
+
+
 def test_a_sweep_runs_every_run_once_and_reports(tmp_path, monkeypatch: pytest.MonkeyPatch):
     sweep = _tiny_sweep()
     assert run_sweep(sweep, "tiny", tmp_path, progress=False) == []
