@@ -129,7 +129,7 @@ def _hyperteacher(split: str, model_name: str = "linear-hypernet", **task) -> Tr
         task=HyperteacherConfig(split=split, **task),  # pyright: ignore[reportArgumentType]
         task_name="hyperteacher",
         model_name=model_name,
-        eval=EvalConfig(every=1000, tasks=512, batch=64),
+        eval=EvalConfig(every=1000, tasks=1024, batch=64),  # the authors' 1,024 tasks a pool
         run=RunConfig(steps=200_000, steps_per_call=100, checkpoint_every=5000),
         **_learner(model_name),
     )
