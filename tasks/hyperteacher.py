@@ -35,7 +35,8 @@ Details follow `shared/REFERENCE_FACTS.md` (the authors' code), section "Hyperte
   modules per layer, and is left out of `pools()` when there are none (e.g. "ood_1" of the
   connected split, whose training tasks hold every 1-hot pair). For h > K, no such task is in
   the pool at all; `ood_{h}` holds every h-hot task if there are at most 512 of them
-  (`C(M, h)^2 <= 512`), else 512 random h-hot tasks drawn once, at build time, from the key.
+  (`C(M, h)^2 <= 512`); else each episode draws a fresh h-hot task, as the authors' evaluation
+  does (`pool_codes` then gives 512 of them drawn once from the key, for inspection).
 """
 
 import itertools
@@ -295,6 +296,16 @@ class Hyperteacher(AbstractTask):
             return self.ood_h_codes[int(pool[4:])]
         raise ValueError(f"Unknown pool {pool!r}; this hyperteacher has {self.pools()}.")
 
+    def _fresh_h(self, pool: str) -> int | None:
+        """h where `pool` is an `ood_{h}` pool with h > K of more tasks than
+        `MAX_OOD_H_POOL` (each episode then draws a fresh h-hot task); else None."""
+        if not pool.startswith("ood_") or not pool[4:].isdigit():
+            return None
+        h = int(pool[4:])
+        if h <= self.config.max_active:
+            return None
+        return h if math.comb(self.config.num_modules, h) ** 2 > MAX_OOD_H_POOL else None
+
     def _pool_key(self, pool: str) -> str:
         self.pool_codes(pool)  # validates the name
         return "train" if pool == "test" else pool
@@ -344,9 +355,14 @@ class Hyperteacher(AbstractTask):
         """
         codes = self.pool_codes(pool)
         k_task, k_support, k_query = jax.random.split(key, 3)
-        index = jax.random.randint(k_task, (), 0, codes.shape[0])
-        code = codes[index]
-        mean, std = self.norm_stats[self._pool_key(pool)][index]
+        h = self._fresh_h(pool)
+        if h is None:
+            index = jax.random.randint(k_task, (), 0, codes.shape[0])
+            code = codes[index]
+            mean, std = self.norm_stats[self._pool_key(pool)][index]
+        else:  # too many h-hot tasks to enumerate: a fresh one, as the authors draw them
+            code = _random_h_hot(k_task, self.config.num_modules, h)
+            mean, std = self.standardization(code)
         shape_s = (self.config.shots_support, self.config.in_features)
         shape_q = (self.config.shots_query, self.config.in_features)
         x_s = jax.random.uniform(k_support, shape_s, minval=-1.0, maxval=1.0)
@@ -385,7 +401,14 @@ def _h_hot_pool(
     if math.comb(num_modules, h) ** 2 <= MAX_OOD_H_POOL:
         codes = _exactly(num_modules, h)
         return codes_from_masks(_product(codes, codes))
-    u = jax.random.uniform(key, (MAX_OOD_H_POOL, 2, num_modules))
+    return jax.vmap(lambda k: _random_h_hot(k, num_modules, h))(
+        jax.random.split(key, MAX_OOD_H_POOL)
+    )
+
+
+def _random_h_hot(key: PRNGKeyArray, num_modules: int, h: int) -> Float[Array, "2 m"]:
+    """A uniformly random h-hot code: h of the M modules active in each layer."""
+    u = jax.random.uniform(key, (2, num_modules))
     ranks = jnp.argsort(jnp.argsort(u, axis=-1), axis=-1)
     return (ranks < h).astype(jnp.float32)  # traceable (eval_shape builds it)
 

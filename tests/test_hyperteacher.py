@@ -191,6 +191,25 @@ def test_large_h_pool_is_random_and_capped():
     assert set(np.unique(codes)) == {0.0, 1.0}  # raw 0/1 codes, not divided by sqrt(h)
 
 
+def test_large_h_pool_draws_a_fresh_task_per_episode():
+    """An `ood_4` pool of M = 8 (70^2 tasks) draws each episode's task afresh, uniformly over
+    the 4-hot codes, standardized like any other task; a small pool samples its listed tasks."""
+    config = HyperteacherConfig(ood_h=(4,), hidden=4, num_norm_inputs=10)
+    task = make(config, key=jax.random.key(1))
+    episodes = jax.vmap(lambda k: task.sample(k, "ood_4"))(jax.random.split(jax.random.key(2), 600))
+    codes = np.asarray(episodes.latent).reshape(-1, 2, 8)
+    assert ((codes > 0).sum(-1) == 4).all()
+    listed = _as_set(np.asarray(task.pool_codes("ood_4") > 0, np.int32))
+    drawn = _as_set((codes > 0).astype(np.int32))
+    assert len(drawn) > 500 and not drawn <= listed  # fresh: not the 512 listed ones
+    np.testing.assert_allclose(np.asarray(codes).mean(axis=(0, 1)), 0.5, atol=0.05)
+    one = jax.tree.map(lambda a: a[0], episodes)
+    code = one.latent.reshape(2, 8)
+    x = jnp.concatenate([one.support.x, one.query.x])
+    y = jnp.concatenate([one.support.y, one.query.y])
+    np.testing.assert_allclose(y, task.targets(code, x), rtol=1e-4, atol=1e-6)
+
+
 def test_codes_are_raw_k_hot(tiny):
     """Task codes are the raw 0/1 masks (the reference code), not normalized per layer: a
     layer with 2 active modules gets the plain SUM of the two modules' generated weights."""
