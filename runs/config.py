@@ -11,7 +11,7 @@ import typing
 from typing import Any, Literal
 
 GradientMode = Literal["second-order", "first-order", "equilibrium"]
-Minibatches = Literal["random", "sequential"]
+Minibatches = Literal["random", "with-replacement", "sequential"]
 
 
 def check_finite(config: Any, section: str) -> None:
@@ -50,7 +50,8 @@ class InnerConfig:
     set at every step."""
     minibatches: Minibatches = "random"
     """How the inner steps draw their `batch` examples: `random`, a fresh random subset of the
-    support set at every step (as the reference's ANIL); `sequential`, consecutive,
+    support set at every step (without replacement); `with-replacement`, `batch` examples drawn
+    independently at every step (the authors' ANIL, and our ANIL presets); `sequential`, consecutive,
     non-overlapping slices in order (step `i` takes examples `i * batch` to `(i + 1) * batch -
     1`), so the support must hold `steps * batch` examples. With a task that draws i.i.d.
     support inputs and a support of `steps * batch` examples, `sequential` gives every inner
@@ -82,9 +83,10 @@ class InnerConfig:
             raise ValueError(
                 f"inner.batch must be >= 0 (0 = the whole support set), got {self.batch}."
             )
-        if self.minibatches not in ("random", "sequential"):
+        if self.minibatches not in ("random", "with-replacement", "sequential"):
             raise ValueError(
-                f"inner.minibatches={self.minibatches!r} is unknown; use 'random' or 'sequential'."
+                f"inner.minibatches={self.minibatches!r} is unknown; use 'random', "
+                "'with-replacement' or 'sequential'."
             )
         if self.minibatches == "sequential" and not self.batch:
             raise ValueError(

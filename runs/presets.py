@@ -41,8 +41,6 @@ learners map to ours as `linear_hnet` -> linear-hypernet, `hnet_deepmlp` -> nonl
 `learned_init` -> maml; every parameter count equals the authors' (`AUTHORS_GRID_COUNTS`,
 `zoo info --preset`). Where we still differ from the authors' runs:
 
-- ANIL's inner minibatches (preferences) are drawn without replacement from the valid and
-  masked support rows; the authors draw with replacement.
 - Every run skips non-finite outer steps (`outer.max_nonfinite`); the authors do so for the
   preferences only.
 - We report the last evaluation; the authors' runs return the model of lowest validation loss.
@@ -112,7 +110,9 @@ def _learner(model_name: str) -> dict:
     if model_name == "anil":
         return dict(
             model=ANILConfig(hidden=512, num_hidden=3),
-            inner=InnerConfig(steps=100, lr=0.03, weight_decay=1e-4, batch=64),
+            inner=InnerConfig(
+                steps=100, lr=0.03, weight_decay=1e-4, batch=64, minibatches="with-replacement"
+            ),
             outer=OuterConfig(lr=1e-3, weight_decay=1e-4, clip=2.0, meta_batch=128),
         )
     if model_name == "maml":
@@ -269,7 +269,7 @@ GRID_LEARNERS: dict[tuple[str, str], tuple[object, InnerConfig, float, float]] =
     ),
     ("preferences", "anil"): (
         ANILConfig(hidden=512, num_hidden=4),
-        InnerConfig(steps=100, lr=0.01, batch=64),
+        InnerConfig(steps=100, lr=0.01, batch=64, minibatches="with-replacement"),
         3e-4,
         2.0,
     ),

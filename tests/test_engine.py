@@ -298,6 +298,39 @@ def test_sequential_minibatches_give_each_inner_step_the_next_slice():
         loop.with_steps(5).adapt(model, support, task.loss)
 
 
+def test_minibatches_with_replacement_repeat_examples():
+    """A minibatch of the whole support set: drawn without replacement (`random`) it is a
+    permutation, the full-batch step; drawn with replacement (the authors' ANIL) it repeats
+    some examples and leaves others out, and equals a hand-made loop over those draws."""
+    from runs.algorithms.inner import InnerLoop
+    from runs.config import InnerConfig
+
+    steps, shots = 2, 8
+    task, model, support = _shallow_setup(shots)
+    base = InnerConfig(steps=steps, lr=0.1, mode="equilibrium")
+
+    def adapted(minibatches: str, batch: int, data=support):
+        inner = dataclasses.replace(base, batch=batch, minibatches=minibatches)
+        loop = InnerLoop.from_config(inner)
+        return eqx.filter_jit(loop.adapt)(model, data, task.loss, key=jr.key(3)).code
+
+    full = adapted("random", 0)
+    np.testing.assert_allclose(adapted("random", shots), full, rtol=1e-5, atol=1e-6)
+    replaced = adapted("with-replacement", shots)
+    assert not np.allclose(replaced, full, rtol=1e-4, atol=1e-5)
+    # The same draws by hand: step i reads rows jr.choice(fold_in(key, i), replace=True).
+    rows = [
+        jr.choice(jr.fold_in(jr.key(3), i), shots, (shots,), replace=True) for i in range(steps)
+    ]
+    assert any(len(set(np.asarray(r).tolist())) < shots for r in rows)
+    x = jnp.concatenate([support.x[r] for r in rows])
+    y = jnp.concatenate([support.y[r] for r in rows])
+    stacked = type(support)(x=x, y=y)
+    np.testing.assert_allclose(
+        replaced, adapted("sequential", shots, stacked), rtol=1e-5, atol=1e-6
+    )
+
+
 def test_sequential_minibatches_need_a_batch_and_old_configs_load_as_random():
     from runs.config import InnerConfig, to_dict
     from runs.presets import get_preset

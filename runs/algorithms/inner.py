@@ -156,7 +156,7 @@ class InnerLoop(eqx.Module):
     ) -> AbstractMetaLearner:
         """`model` with its fast leaves adapted by `steps` optimizer steps on
         `loss(predictions, support.y)`; `key` draws the support minibatches when `batch` is
-        set and `minibatches` is `random` (`sequential` ones need no key).
+        set and `minibatches` is `random` or `with-replacement` (`sequential` ones need no key).
 
         Leaves labelled `"fixed"` start from their value in `model` with no gradient to it.
         A `zoo.AbstractSplitForward` model's `features` of the support inputs are computed
@@ -182,6 +182,7 @@ class InnerLoop(eqx.Module):
                 f"set --inner.batch to at most {num} (0 uses them all)."
             )
         sequential = self.minibatches == "sequential"
+        replace = self.minibatches == "with-replacement"
         if sequential and self.batch * self.steps > num:
             raise ValueError(
                 f"inner.minibatches='sequential' takes {self.steps} steps x {self.batch} = "
@@ -202,7 +203,7 @@ class InnerLoop(eqx.Module):
                 )
             elif self.batch:
                 assert key is not None
-                idx = jr.choice(jr.fold_in(key, i), num, (self.batch,), replace=False)
+                idx = jr.choice(jr.fold_in(key, i), num, (self.batch,), replace=replace)
                 h, y = jtu.tree_map(lambda a: a[idx], (h, y))
             learner = eqx.combine(fast, inner_meta)
             return loss(learner.predict(h) if split else learner(h), y)
