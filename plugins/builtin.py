@@ -16,6 +16,7 @@ from tasks.config import (
     GoToRedBallGreyConfig,
     HyperteacherConfig,
     MutualExclusivityConfig,
+    PickupDistConfig,
     PickupLocConfig,
     ScanEpisodesConfig,
     TeacherStudentConfig,
@@ -192,6 +193,13 @@ babyai_gotolocal = TaskSpec(
     config=GoToLocalConfig,
     factory="tasks.babyai:make_gotolocal",
     description="BabyAI GoToLocal environment: go to one of 8 objects in a room (Madan et al. 2021)",
+)
+
+babyai_pickupdist = TaskSpec(
+    name="babyai-pickupdist",
+    config=PickupDistConfig,
+    factory="tasks.babyai:make_pickupdist",
+    description="BabyAI PickupDist environment: pick up an object described by type and/or colour among distractors (Madan et al. 2021)",
 )
 
 babyai_pickuploc = TaskSpec(

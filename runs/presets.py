@@ -69,6 +69,7 @@ from tasks.config import (
     GoToRedBallGreyConfig,
     HyperteacherConfig,
     MutualExclusivityConfig,
+    PickupDistConfig,
     PickupLocConfig,
     ScanEpisodesConfig,
     TeacherStudentConfig,
@@ -494,6 +495,7 @@ MADAN_LEVELS = {
     "gotoredball": GoToRedBallConfig(),
     "gotolocal": GoToLocalConfig(),
     "pickuploc": PickupLocConfig(),
+    "pickupdist": PickupDistConfig(),
 }
 """The levels of the presets, by the presets' short names."""
 MADAN_AGENTS = {

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import jax.random as jr
 
 from tasks import autoreset_step
-from tasks.babyai import GoTo, PickupLoc
+from tasks.babyai import GoTo, PickupDist, PickupLoc
 from tasks.minigrid_levels import DoorKey, FourRooms
 
 LEVELS = {
@@ -46,6 +46,7 @@ LEVELS = {
     "babyai-gotolocal": lambda: GoTo(num_objs=8),
     "babyai-gotoredballgrey": lambda: GoTo(num_objs=8, red_ball=True, grey=True),
     "babyai-pickuploc": lambda: PickupLoc(),
+    "babyai-pickupdist": lambda: PickupDist(),
 }
 
 

@@ -21,6 +21,13 @@ One `room_size x room_size` room (walls included; BabyAI: 8), `max_steps = room_
   judged from the agent's start (`ObjDesc.find_matching_objs`: `left` means
   `dot(object - agent, (-dy, dx)) < 0` for the direction `(dx, dy)`, and so on).
 
+- **PickupDist**: a 7x7 room, 5 objects of distinct (type, colour) at distance >= 2 from the
+  room's centre, then the agent as in PickupLoc; the target one of them at random, described
+  by its type, its colour or both (1/3 each); "pick up the/a {colour} {type}" ("object" for
+  the type when only the colour is given; "a" when several objects match). Any object of the
+  description picked up succeeds (BabyAI's non-strict `PickupInstr`). Its layouts are not
+  checked for reachability (BabyAI's `PickupDist` does not check them either).
+
 Objects never overlap each other or the agent and (except GoToObj, whose one object cannot be
 blocked) every object must be reachable from the agent without moving another
 (`check_objs_reachable`): a layout that fails is drawn again, as BabyAI rejects it.
@@ -60,6 +67,7 @@ from .config import (
     GoToObjConfig,
     GoToRedBallConfig,
     GoToRedBallGreyConfig,
+    PickupDistConfig,
     PickupLocConfig,
 )
 from .minigrid import (
@@ -431,6 +439,96 @@ class PickupLoc(AbstractMiniGrid):
         return (action == PICKUP) & (before.carrying[0] == EMPTY) & after.carrying_tracked
 
 
+class PickupDist(AbstractMiniGrid):
+    """BabyAI's PickupDist (module docstring): pick up an object described by its type, its
+    colour or both, among distractors of distinct types and colours."""
+
+    room_size: int = eqx.field(static=True)
+    """Side of the room, walls included (BabyAI: 7)."""
+    num_objs: int = eqx.field(static=True)
+    """Objects in the room, of distinct (type, colour) (BabyAI: 5)."""
+    steps: int = eqx.field(static=True)
+    """Steps after which an episode is truncated (BabyAI: room_size ** 2)."""
+    mission: bool = eqx.field(static=True, default=True)
+    """Observations carry the instruction (always, for a BabyAI level)."""
+
+    def __init__(self, room_size: int = 7, num_objs: int = 5, max_steps: int | None = None):
+        """**Raises:** `ValueError` if the objects do not fit in the room or there are more
+        than the 18 kinds of object."""
+        kinds = len(OBJECT_TYPES) * len(COLOR_NAMES)
+        if room_size < 5 or not 1 <= num_objs <= min((room_size - 2) ** 2 - 5, kinds):
+            raise ValueError(
+                f"PickupDist: {num_objs} objects of distinct kinds do not fit a room of size "
+                f"{room_size}; use room_size >= 5 and 1 <= num_objs <= "
+                f"min((room_size - 2) ** 2 - 5, {kinds})."
+            )
+        if max_steps is not None and max_steps < 1:
+            raise ValueError(f"PickupDist: max_steps={max_steps} must be >= 1 (or None).")
+        self.room_size = room_size
+        self.num_objs = num_objs
+        self.steps = room_size**2 if max_steps is None else max_steps
+
+    @property
+    def max_steps(self) -> int:
+        """Steps after which an episode is truncated."""
+        return self.steps
+
+    def generate(self, key: PRNGKeyArray) -> MiniGridState:
+        """A start state (module docstring). Jittable and vmappable."""
+        rs, n = self.room_size, self.num_objs
+        k = rs - 2
+        cx, cy = _interior(rs)
+        cells = len(cx)
+        centre = rs // 2
+        allowed = jnp.asarray(np.abs(cx - centre) + np.abs(cy - centre) >= 2)
+        kinds = len(OBJECT_TYPES) * len(COLOR_NAMES)
+        words = jax.random.bits(key, (3 + kinds + cells,), jnp.uint32)
+        # Distinct kinds in a uniformly random order (BabyAI: redraw a repeated kind), on
+        # distinct allowed cells.
+        kind = jnp.argmax(_choose(words[3 : 3 + kinds], jnp.ones(kinds, bool), n), axis=1)
+        types = jnp.asarray(OBJECT_TYPES)[kind // len(COLOR_NAMES)]
+        colours = kind % len(COLOR_NAMES)
+        chosen = _choose(words[3 + kinds :], allowed, n)  # [n, cells]
+        occupied = jnp.pad(chosen.any(0).reshape(k, k), 1)
+        ahead = jnp.stack(
+            [occupied[1:-1, 2:], occupied[2:, 1:-1], occupied[1:-1, :-2], occupied[:-2, 1:-1]],
+            axis=-1,
+        )  # [k, k, 4]: the cell east, south, west, north of each inner cell is an object
+        valid = ~occupied[1:-1, 1:-1, None] & ~ahead
+        choice = _pick(words[0], valid.reshape(-1))
+        agent, direction = choice // 4, choice % 4
+        grid = _room_grid(rs, chosen, types, colours)
+        pos = jnp.stack([jnp.asarray(cx)[agent], jnp.asarray(cy)[agent]])
+
+        target = _below(words[1], n)
+        select_by = _below(words[2], 3)  # BabyAI's order: type, colour, both
+        by_type, by_colour = select_by != 1, select_by != 0
+        described = (~by_type | (types == types[target])) & (
+            ~by_colour | (colours == colours[target])
+        )
+        article = jnp.where(described.sum() > 1, WORD_TO_ID["a"], WORD_TO_ID["the"])
+        colour_word = jnp.where(by_colour, jnp.asarray(_COLOUR_WORD)[colours[target]], 0)
+        type_word = jnp.where(by_type, jnp.asarray(_TYPE_WORD)[types[target]], WORD_TO_ID["object"])
+        tokens = jnp.stack(
+            [
+                jnp.int32(WORD_TO_ID["pick"]),
+                jnp.int32(WORD_TO_ID["up"]),
+                article,
+                colour_word,
+                type_word,
+            ]
+        )
+        tracked = _on_grid(rs, (chosen & described[:, None]).any(0))
+        return new_state(grid, pos, direction, compact_tokens(tokens), tracked)
+
+    def verify(
+        self, before: MiniGridState, after: MiniGridState, action: Int[Array, ""]
+    ) -> Bool[Array, ""]:
+        """`PickupInstr`: a `pickup` with an empty hand picked up an object of the
+        description."""
+        return (action == PICKUP) & (before.carrying[0] == EMPTY) & after.carrying_tracked
+
+
 def make_gotoobj(config: GoToObjConfig, *, key: PRNGKeyArray) -> GoTo:
     """BabyAI GoToObj from its config (`key` unused)."""
     del key
@@ -461,3 +559,9 @@ def make_pickuploc(config: PickupLocConfig, *, key: PRNGKeyArray) -> PickupLoc:
     """BabyAI PickupLoc from its config (`key` unused)."""
     del key
     return PickupLoc(config.room_size, config.num_dists, max_steps=config.max_steps)
+
+
+def make_pickupdist(config: PickupDistConfig, *, key: PRNGKeyArray) -> PickupDist:
+    """BabyAI PickupDist from its config (`key` unused)."""
+    del key
+    return PickupDist(config.room_size, config.num_dists, max_steps=config.max_steps)

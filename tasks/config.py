@@ -550,6 +550,27 @@ class GoToLocalConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class PickupDistConfig:
+    """BabyAI PickupDist (`tasks.babyai.PickupDist`): one room, objects of distinct kinds;
+    "pick up the/a {colour} {type}", described by type, colour or both."""
+
+    room_size: int = 7
+    """Side of the room, walls included (BabyAI: 7)."""
+    num_dists: int = 5
+    """Objects in the room, of distinct (type, colour) (BabyAI: 5, at most 18)."""
+    max_steps: int | None = None
+    """Steps after which an episode is truncated; None: BabyAI's room_size ** 2."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.num_dists <= 18:
+            raise ValueError(
+                f"num_dists={self.num_dists} must be in 1..18: the objects are of distinct "
+                "(type, colour), and there are 3 types x 6 colours."
+            )
+        _check_room(self.room_size, self.num_dists, self.max_steps)
+
+
+@dataclasses.dataclass(frozen=True)
 class PickupLocConfig:
     """BabyAI PickupLoc (`tasks.babyai.PickupLoc`): one room, random objects; "pick up
     the/a [colour] {type} [on your left|on your right|in front of you|behind you]" (location

@@ -8,7 +8,7 @@ import jax.random as jr
 import numpy as np
 import pytest
 
-from tasks.babyai import GoTo, PickupLoc, objects_reachable
+from tasks.babyai import GoTo, PickupDist, PickupLoc, objects_reachable
 from tasks.minigrid import BALL, DIR_TO_VEC, DONE, EMPTY, GREY, PICKUP, RED, detokenize
 
 
@@ -52,6 +52,43 @@ def test_resets_follow_babyai_rules(env, n):
             assert grid[y + dy, x + dx, 0] in (EMPTY, 2)  # not facing an object
 
 
+def test_pickupdist_resets_follow_babyai_rules():
+    """5 objects of distinct (type, colour) away from the centre, the agent not facing one,
+    and the described objects tracked: all of one type, one colour, or one kind."""
+    env = PickupDist()
+    states, obs = jax.jit(jax.vmap(env.reset))(jr.split(jr.key(0), 128))
+    states, obs = jax.tree.map(np.asarray, (states, obs))
+    words = {"by type": 0, "by colour": 0, "a": 0}
+    for i in range(128):
+        grid = states.grid[i]
+        x, y = states.pos[i]
+        objects = _objects(grid)
+        kinds = {(grid[oy, ox, 0], grid[oy, ox, 1]) for oy, ox in objects}
+        assert len(objects) == 5 and len(kinds) == 5
+        assert all(abs(ox - 3) + abs(oy - 3) >= 2 for oy, ox in objects)
+        dx, dy = DIR_TO_VEC[int(states.direction[i])]
+        assert grid[y + dy, x + dx, 0] in (EMPTY, 2)
+        tracked = [tuple(grid[ty, tx, :2]) for ty, tx in np.argwhere(states.tracked[i])]
+        mission = detokenize(obs["mission"][i]).split()
+        assert mission[:2] == ["pick", "up"] and mission[2] == ("a" if len(tracked) > 1 else "the")
+        named_type = mission[-1] != "object"
+        named_colour = len(mission) == 5
+        assert named_type or named_colour
+        words["by type"] += named_type and not named_colour
+        words["by colour"] += named_colour and not named_type
+        words["a"] += mission[2] == "a"
+        types, colours = {t for t, _ in tracked}, {c for _, c in tracked}
+        assert len(tracked) >= 1
+        assert (len(types) == 1) if named_type else True
+        assert (len(colours) == 1) if named_colour else True
+        assert len(tracked) == sum(
+            (not named_type or t == next(iter(types)))
+            and (not named_colour or c == next(iter(colours)))
+            for t, c in kinds
+        )
+    assert 25 < words["by type"] < 60 and 25 < words["by colour"] < 60 and words["a"] > 10
+
+
 # ----------------------------------------------------------------------------- oracle
 
 
@@ -70,6 +107,7 @@ LEVELS = [
     ("BabyAI-GoToRedBallGrey-v0", GoTo(8, 8, red_ball=True, grey=True)),
     ("BabyAI-GoToLocal-v0", GoTo(8, 8)),
     ("BabyAI-PickupLoc-v0", PickupLoc()),
+    ("BabyAI-PickupDist-v0", PickupDist()),
 ]
 
 
@@ -109,6 +147,7 @@ def test_agrees_with_babyai(gym, level, ours):
     [
         pytest.param(*LEVELS[1], id="GoToRedBall"),
         pytest.param(*LEVELS[4], id="PickupLoc", marks=pytest.mark.slow),
+        pytest.param(*LEVELS[5], id="PickupDist"),
     ],
 )
 def test_mission_statistics_match_babyai(gym, level, ours):
@@ -122,6 +161,7 @@ def test_mission_statistics_match_babyai(gym, level, ours):
     colours = ("red", "green", "blue", "purple", "yellow", "grey")
     features = {
         "a": lambda m: " a " in f" {m} ",
+        "object": lambda m: "object" in m.split(),
         "colour": lambda m: any(c in m.split() for c in colours),
         "location": lambda m: any(w in m.split() for w in ("left", "right", "front", "behind")),
     }
