@@ -404,10 +404,12 @@ def report(out: Path) -> dict[str, Any]:
     return {"runs": rows, "summary": summary}
 
 
-def _curves(record: dict, out: Path) -> None:
+def _curves(record: dict, out: Path) -> list[tuple[str | None, str]]:
     """For runs that count environment frames (reinforcement learning): every evaluation of
     every run against the frames seen, as `curves.csv` and `curves.png` (a line per seed, the
-    mean over seeds in bold), the learning curves of sample-efficiency claims."""
+    mean over seeds in bold; a row of panels per value of the sweep's `x` facet, coloured by its
+    `hue`, where it has both), the learning curves of sample-efficiency claims. Returns the
+    panels drawn, `(x facet value or None, metric)` row by row."""
     from .run import read_metrics
 
     points = []
@@ -427,7 +429,7 @@ def _curves(record: dict, out: Path) -> None:
                         {"label": run["label"], "seed": seed, "frames": frames[r["step"]], **values}
                     )
     if not points:
-        return
+        return []
     _write_csv(out / "curves.csv", points)
     import matplotlib
 
@@ -435,35 +437,55 @@ def _curves(record: dict, out: Path) -> None:
     import matplotlib.pyplot as plt
 
     metrics = [m for m in record["metrics"] if any(m in p for p in points)]
-    fig, axes = plt.subplots(1, len(metrics), figsize=(5.5 * len(metrics), 4), squeeze=False)
     labels = list(dict.fromkeys(p["label"] for p in points))
-    for ax, metric in zip(axes[0], metrics, strict=True):
-        for i, label in enumerate(labels):
-            color = f"C{i % 10}"
-            mine = [p for p in points if p["label"] == label and metric in p]
-            by_frames: dict[int, list[float]] = {}
-            for seed in dict.fromkeys(p["seed"] for p in mine):
-                line = sorted((p["frames"], p[metric]) for p in mine if p["seed"] == seed)
-                ax.plot(*zip(*line, strict=True), color=color, alpha=0.3, lw=1)
-                for x, y in line:
-                    by_frames.setdefault(x, []).append(y)
-            xs = sorted(by_frames)
-            ax.plot(
-                xs,
-                [sum(by_frames[x]) / len(by_frames[x]) for x in xs],
-                color=color,
-                lw=2.5,
-                label=label,
-            )
-        ax.set_xlabel("environment frames")
-        ax.set_ylabel(metric)
-        ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8)
+    # A row of panels per value of the sweep's x facet (e.g. one per level), a colour per
+    # value of its hue (e.g. one per agent), where the sweep has both; else one row.
+    facets = {r["label"]: r.get("facets", {}) for r in record["runs"]}
+    x_facet, hue_facet = record.get("x"), record.get("hue")
+    groups = list(dict.fromkeys(facets[label].get(x_facet) for label in labels))
+    if not (x_facet and hue_facet and len(groups) > 1):
+        groups, x_facet = [None], None
+    hues = list(dict.fromkeys(facets[label].get(hue_facet, label) for label in labels))
+    fig, axes = plt.subplots(
+        len(groups),
+        len(metrics),
+        figsize=(5.5 * len(metrics), 1 + 3 * len(groups)),
+        squeeze=False,
+    )
+    for row, group in enumerate(groups):
+        members = [lb for lb in labels if x_facet is None or facets[lb].get(x_facet) == group]
+        for ax, metric in zip(axes[row], metrics, strict=True):
+            for label in members:
+                name = facets[label].get(hue_facet, label) if x_facet else label
+                color = f"C{(hues.index(name) if name in hues else labels.index(label)) % 10}"
+                mine = [p for p in points if p["label"] == label and metric in p]
+                by_frames: dict[int, list[float]] = {}
+                for seed in dict.fromkeys(p["seed"] for p in mine):
+                    line = sorted((p["frames"], p[metric]) for p in mine if p["seed"] == seed)
+                    ax.plot(*zip(*line, strict=True), color=color, alpha=0.3, lw=1)
+                    for x, y in line:
+                        by_frames.setdefault(x, []).append(y)
+                xs = sorted(by_frames)
+                seeds = len(dict.fromkeys(p["seed"] for p in mine))
+                ax.plot(
+                    xs,
+                    [sum(by_frames[x]) / len(by_frames[x]) for x in xs],
+                    color=color,
+                    lw=2.5,
+                    label=f"{name} (n={seeds})",
+                )
+            ax.set_xlabel("environment frames")
+            ax.set_ylabel(metric)
+            if group is not None:
+                ax.set_title(f"{x_facet} = {group}", fontsize=9)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
     title = record.get("description", "").split(". Paper")[0]
     fig.suptitle(textwrap.fill(title, 110), fontsize=9)
     fig.tight_layout()
     fig.savefig(out / "curves.png", dpi=110)
     plt.close(fig)
+    return [(group, metric) for group in groups for metric in metrics]
 
 
 def _figure(record: dict, summary: list[dict], rows: list[dict], path: Path) -> None:

@@ -247,3 +247,41 @@ def test_report_draws_learning_curves_for_runs_that_count_frames(tmp_path):
     assert lines[0] == "label,seed,frames,eval.success"
     assert lines[1:] == ["agent,0,200,0.5", "agent,0,400,1.0", "agent,1,200,0.4", "agent,1,400,0.9"]
     assert (tmp_path / "curves.png").stat().st_size > 0
+
+
+def test_learning_curves_get_a_row_of_panels_per_level(tmp_path):
+    """A sweep with an x facet (levels) and a hue (agents) draws a row per level, each with
+    a line per agent; a sweep with one level draws one row."""
+    import json
+
+    from runs.sweeps import _curves
+
+    runs = [
+        {"label": f"{level}-{agent}", "facets": {"level": level, "agent": agent}, "config": {}}
+        for level in ("easy", "hard")
+        for agent in ("lstm", "rims")
+    ]
+    record = {
+        "description": "RL",
+        "runs": runs,
+        "metrics": ["eval.success", "eval.return"],
+        "x": "level",
+        "hue": "agent",
+        "seeds": [0],
+    }
+    for run in runs:
+        directory = tmp_path / run["label"] / "seed_0"
+        directory.mkdir(parents=True)
+        rows = [
+            {"step": 1, "pool": "train", "frames": 100},
+            {"step": 1, "pool": "eval", "success": 0.5, "return": 0.3},
+        ]
+        (directory / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert _curves(record, tmp_path) == [
+        ("easy", "eval.success"),
+        ("easy", "eval.return"),
+        ("hard", "eval.success"),
+        ("hard", "eval.return"),
+    ]
+    record["runs"] = runs[:2]
+    assert _curves(record, tmp_path) == [(None, "eval.success"), (None, "eval.return")]
