@@ -471,6 +471,16 @@ LAKE_PAPER: dict[str, tuple[str, float, TrainConfig]] = {
         0.9871,
         _lake(ScanEpisodesConfig("augmentation")),
     ),
+    "lake2019/addjump-augmentation-no-support-loss": (
+        "Table 2, augmentation, lesion without support loss",
+        0.9948,
+        _lake(ScanEpisodesConfig("augmentation"), support_loss=False),
+    ),
+    "lake2019/addjump-augmentation-no-attention": (
+        "Table 2, augmentation, lesion without decoder attention",
+        0.0929,
+        _lake(ScanEpisodesConfig("augmentation"), decoder_attention=False),
+    ),
     "lake2019/around-right": (
         "Table 3, around right",
         0.9996,
@@ -851,6 +861,8 @@ LAKE_TABLE = {
     "no-attention": "lake2019/addjump-permutation-no-attention",
     "standard-seq2seq": "lake2019/addjump-standard-seq2seq",
     "augmentation": "lake2019/addjump-augmentation",
+    "augmentation-no-support-loss": "lake2019/addjump-augmentation-no-support-loss",
+    "augmentation-no-attention": "lake2019/addjump-augmentation-no-attention",
     "around-right": "lake2019/around-right",
     "length": "lake2019/length",
 }
