@@ -293,7 +293,7 @@ def test_every_environment_is_registered_in_pyproject():
     entries = tomllib.loads(pyproject.read_text())["project"]["entry-points"]["zoo.tasks"]
     for spec in ENV_SPECS:
         assert entries[spec.name] == f"plugins.builtin:{spec.name.replace('-', '_')}"
-    assert len(ENV_SPECS) == 10
+    assert len(ENV_SPECS) == 11  # 5 MiniGrid levels (DoorKey x 4, FourRooms), 6 BabyAI levels
 
 
 # ----------------------------------------------------------------------------- oracle
