@@ -136,6 +136,25 @@ def _choose(words: UInt32[Array, " cells"], allowed: Bool[Array, " cells"], n: i
     return jnp.stack(rows)
 
 
+def _agent_not_facing_an_object(
+    occupied: Bool[Array, "h w"], word: UInt32[Array, ""]
+) -> tuple[Int[Array, ""], Int[Array, ""]]:
+    """`(inner cell, direction)` of the agent, uniformly among the free inner cells and the
+    directions in which it does not face an object (BabyAI's `RoomGrid.place_agent`)."""
+    ahead = jnp.stack(
+        [
+            occupied[1:-1, 2:],  # east
+            occupied[2:, 1:-1],  # south
+            occupied[1:-1, :-2],  # west
+            occupied[:-2, 1:-1],  # north
+        ],
+        axis=-1,
+    )  # [k, k, 4]
+    valid = ~occupied[1:-1, 1:-1, None] & ~ahead
+    choice = _pick(word, valid.reshape(-1))
+    return choice // 4, choice % 4
+
+
 def _pick(words: UInt32[Array, ""], valid: Bool[Array, " m"]) -> Int[Array, ""]:
     """A uniformly random index among the `valid` ones (at least one)."""
     r = _below(words, valid.sum())
@@ -368,19 +387,7 @@ class PickupLoc(AbstractMiniGrid):
             types = jnp.asarray(OBJECT_TYPES)[kinds // len(COLOR_NAMES)]
             colours = kinds % len(COLOR_NAMES)
             occupied = jnp.pad(chosen.any(0).reshape(k, k), 1)  # [h, w]
-            # The agent: a free cell and a direction not facing an object, uniformly.
-            ahead = jnp.stack(
-                [
-                    occupied[1:-1, 2:],  # east
-                    occupied[2:, 1:-1],  # south
-                    occupied[1:-1, :-2],  # west
-                    occupied[:-2, 1:-1],  # north
-                ],
-                axis=-1,
-            )  # [k, k, 4]
-            valid = ~occupied[1:-1, 1:-1, None] & ~ahead
-            choice = _pick(words[0], valid.reshape(-1))
-            agent, direction = choice // 4, choice % 4
+            agent, direction = _agent_not_facing_an_object(occupied, words[0])
             ok = reachable_in_room(occupied[1:-1, 1:-1], (jnp.arange(cells) == agent).reshape(k, k))
             return (chosen, types, colours, agent, direction), ok
 
@@ -490,13 +497,7 @@ class PickupDist(AbstractMiniGrid):
         colours = kind % len(COLOR_NAMES)
         chosen = _choose(words[3 + kinds :], allowed, n)  # [n, cells]
         occupied = jnp.pad(chosen.any(0).reshape(k, k), 1)
-        ahead = jnp.stack(
-            [occupied[1:-1, 2:], occupied[2:, 1:-1], occupied[1:-1, :-2], occupied[:-2, 1:-1]],
-            axis=-1,
-        )  # [k, k, 4]: the cell east, south, west, north of each inner cell is an object
-        valid = ~occupied[1:-1, 1:-1, None] & ~ahead
-        choice = _pick(words[0], valid.reshape(-1))
-        agent, direction = choice // 4, choice % 4
+        agent, direction = _agent_not_facing_an_object(occupied, words[0])
         grid = _room_grid(rs, chosen, types, colours)
         pos = jnp.stack([jnp.asarray(cx)[agent], jnp.asarray(cy)[agent]])
 
