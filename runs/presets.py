@@ -659,9 +659,10 @@ def _fig2d() -> Sweep:
     )
 
 
-# The paper's hyperteacher tables (Appendix B.2; their captions were lost in conversion, and we
-# read Tables A5-A7 as M = 8 with K = 1, 2, 3 from their columns and values): accuracy as a
-# fraction, at the paper's size and 200k steps.
+# The paper's hyperteacher tables (Appendix B.2; their captions were lost in conversion): accuracy
+# as a fraction, at the paper's size and 200k steps. We read Tables A5-A7 as M = 8 with K = 1, 2
+# and 4: the authors' sweep for Fig. 3E runs K in {1, 2, 4, 6, 8} and has no K = 3
+# (REFERENCE_FACTS.md, turn 2), and the third table is best on its h = 4 pool.
 PAPER_M8 = {
     # K: {model: (test accuracy, OOD accuracy)}
     1: {
@@ -676,7 +677,7 @@ PAPER_M8 = {
         "linear-hypernet": (0.9006, 0.8745),
         "nonlinear-hypernet": (0.9695, 0.9605),
     },
-    3: {
+    4: {
         "anil": (0.6064, 0.6063),
         "maml": (0.6293, 0.6278),
         "linear-hypernet": (0.9357, 0.9350),
@@ -730,10 +731,15 @@ def _fig3cd() -> Sweep:
     )
 
 
+# The authors' K values for Fig. 3E (REFERENCE_FACTS.md, turn 2): at most K of the M = 8 modules
+# active per layer in the training tasks.
+FIG3E_K = (1, 2, 4, 6, 8)
+
+
 def _fig3e() -> Sweep:
     runs = []
     for model in ("linear-hypernet", "nonlinear-hypernet"):
-        for k in (1, 2, 3):
+        for k in FIG3E_K:
             base = get_preset(hyperteacher_preset("compositional", model, cpu=True))
             config = dataclasses.replace(base, task=dataclasses.replace(base.task, max_active=k))
             runs.append(SweepRun(f"{model}-K{k}", config, {"model": model, "K": f"K={k}"}))
@@ -747,7 +753,8 @@ def _fig3e() -> Sweep:
         paper={
             f"{m}-K{k}": {"ood.accuracy": PAPER_M8[k][m][1]}
             for m in ("linear-hypernet", "nonlinear-hypernet")
-            for k in (1, 2, 3)
+            for k in FIG3E_K
+            if k in PAPER_M8
         },
         seed_task="split_seed",
     )
