@@ -487,6 +487,37 @@ LAKE_PAPER: dict[str, tuple[str, float, TrainConfig]] = {
         _lake(ScanEpisodesConfig("around_right")),
     ),
     "lake2019/length": ("Table 3, length", 0.1664, _lake(ScanEpisodesConfig("length"))),
+    "lake2019/addjump-augmentation-standard-seq2seq": (
+        "Table 2, standard seq2seq on SCAN augmented with 20 primitives of fixed meaning, "
+        "batches of 40",
+        0.1226,
+        _lake(
+            ScanEpisodesConfig("standard_augmentation", num_query=40),
+            memory=False,
+            support_loss=False,
+        ),
+    ),
+    "lake2019/around-right-standard-seq2seq": (
+        "Table 3, standard seq2seq on the around-right split, batches of 40",
+        0.0,
+        _lake(
+            ScanEpisodesConfig("standard_around_right", num_query=40),
+            memory=False,
+            support_loss=False,
+        ),
+    ),
+    "lake2019/length-standard-seq2seq": (
+        "Table 3, standard seq2seq on the length split, batches of 40",
+        0.0771,
+        _lake(
+            ScanEpisodesConfig("standard_length", num_query=40), memory=False, support_loss=False
+        ),
+    ),
+    "lake2019/around-right-20-directions": (
+        "Section 4.5, around right meta-trained with 20 extra directions instead of 2",
+        0.3633,
+        _lake(ScanEpisodesConfig("around_right", num_extra_directions=20)),
+    ),
 }
 LAKE_EXPERIMENTS = {
     name: (f"{words} (paper: {100 * value:.4g}%)", config)
@@ -872,6 +903,10 @@ LAKE_TABLE = {
     "augmentation-no-attention": "lake2019/addjump-augmentation-no-attention",
     "around-right": "lake2019/around-right",
     "length": "lake2019/length",
+    "augmentation-standard-seq2seq": "lake2019/addjump-augmentation-standard-seq2seq",
+    "around-right-standard-seq2seq": "lake2019/around-right-standard-seq2seq",
+    "length-standard-seq2seq": "lake2019/length-standard-seq2seq",
+    "around-right-20-directions": "lake2019/around-right-20-directions",
 }
 
 

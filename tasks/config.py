@@ -190,7 +190,16 @@ class TeacherStudentConfig:
             raise ValueError(f"eval_h={self.eval_h} repeats a value; list each h once.")
 
 
-ScanExperiment = Literal["permutation", "augmentation", "around_right", "length", "standard"]
+ScanExperiment = Literal[
+    "permutation",
+    "augmentation",
+    "around_right",
+    "length",
+    "standard",
+    "standard_augmentation",
+    "standard_around_right",
+    "standard_length",
+]
 ScanValidation = Literal["true-assignment", "held-out"]
 
 
@@ -201,7 +210,9 @@ class ScanEpisodesConfig:
 
     experiment: ScanExperiment = "permutation"
     """add-jump by permutation (4.3) or by augmentation (4.4), around-right (4.5), length
-    (4.6), or `standard`: the plain add-jump split for the standard seq2seq baseline (4.3)."""
+    (4.6), or a standard seq2seq baseline: `standard` (the plain add-jump split, 4.3),
+    `standard_augmentation` (SCAN with 20 extra primitives of fixed meaning, 4.4),
+    `standard_around_right` (4.5) or `standard_length` (4.6)."""
     num_support: int | None = None
     """Support items per episode (default: 20; 100 for length; 0 for standard)."""
     num_query: int = 20
@@ -212,6 +223,11 @@ class ScanEpisodesConfig:
     the 24 permutations train); `held-out` draws five random assignments as validation and
     keeps them out of training (this code's behaviour before issue 20, and what configs
     saved without this field ran with)."""
+
+    num_extra_directions: int = 2
+    """around_right only: the directions `left` and `right` may be written as beside
+    themselves (2 in the paper's Table 3: `forward` and `backward`; 20 in its informal
+    experiment)."""
 
     LEGACY_DEFAULTS: ClassVar[dict[str, str]] = {"validation": "held-out"}
     """Values of fields added later, for configs saved before them (what those runs did);
@@ -226,6 +242,15 @@ class ScanEpisodesConfig:
             raise ValueError(f"task.num_support must be >= 0, got {self.num_support}.")
         if self.num_query < 1:
             raise ValueError(f"task.num_query must be >= 1, got {self.num_query}.")
+        if self.num_extra_directions < 0:
+            raise ValueError(
+                f"task.num_extra_directions must be >= 0, got {self.num_extra_directions}."
+            )
+        if self.num_extra_directions != 2 and self.experiment != "around_right":
+            raise ValueError(
+                "task.num_extra_directions only applies to --task.experiment around_right "
+                f"(got {self.experiment!r}); leave it at 2."
+            )
 
 
 @dataclasses.dataclass(frozen=True)

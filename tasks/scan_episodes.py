@@ -16,9 +16,21 @@ is the whole experiment:
 | `around_right` (4.5) | 2 of 4 directions | 2 of 4 turns | `right` meaning `I_TURN_RIGHT` |
 | `length` (4.6) | 4 of 24 primitives | 4 of 24 actions | the true assignment |
 
-and `standard`: the plain add-jump split for the standard seq2seq baseline (4.3): no support
-set, no relabelling, queries drawn from the split's training commands, with `jump` alone in
-every batch (the reference over-represents it so that it is learned).
+The standard seq2seq baselines (no support set; an "episode" is a training batch of
+`num_query` commands with fixed meanings; the test episodes have no support):
+
+| experiment | training commands | test commands |
+|---|---|---|
+| `standard` (4.3) | `addprim_jump` training split, `jump` alone in every batch | `addprim_jump` test |
+| `standard_augmentation` (4.4) | SCAN templates without `jump`, each command's primitives drawn from 23 of the 24 (`PrimitiveI` always meaning `I_ActionI`), `jump` alone in every batch | `addprim_jump` test |
+| `standard_around_right` (4.5) | `template_around_right` training split | its test split |
+| `standard_length` (4.6) | `length` training split | its test split |
+
+(`jump` alone in every batch: the paper's words for 4.4, "included in every batch to ensure
+the network learns it properly"; the reference code has no generator for these batches.)
+
+`around_right` relabels `left` and `right` among `2 + extra_directions` directions: 2 extra
+(`forward`, `backward`) in the paper's Table 3, 20 in its informal experiment (36.33%).
 
 An episode's support and query items are distinct commands (the reference shuffles the
 commands and deals the first `num_query` to the queries, the next `num_support` to the
@@ -66,7 +78,24 @@ PAD, EOS, SOS = "<pad>", "<eos>", "<sos>"
 IN_SPECIALS = (PAD, EOS)
 OUT_SPECIALS = (PAD, SOS, EOS)
 
-Experiment = Literal["permutation", "augmentation", "around_right", "length", "standard"]
+Experiment = Literal[
+    "permutation",
+    "augmentation",
+    "around_right",
+    "length",
+    "standard",
+    "standard_augmentation",
+    "standard_around_right",
+    "standard_length",
+]
+STANDARD = ("standard", "standard_augmentation", "standard_around_right", "standard_length")
+"""The standard seq2seq baselines: batches of commands with fixed meanings, no support."""
+_STANDARD_SPLIT = {
+    "standard": "addprim_jump",
+    "standard_augmentation": "addprim_jump",
+    "standard_around_right": "template_around_right",
+    "standard_length": "length",
+}
 
 NUM_EXTRA_PRIMITIVES = 20
 EXTRA_PRIMITIVES = tuple(f"Primitive{i}" for i in range(1, NUM_EXTRA_PRIMITIVES + 1))
@@ -109,45 +138,60 @@ class Vocabulary(eqx.Module):
         return tuple(words)
 
 
-def vocabulary(experiment: str) -> Vocabulary:
+def extra_directions(n: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The `n` extra directions of `around_right` and their turns: `forward` and `backward`
+    (the paper's two), then `Direction3` ... `DirectionN`."""
+    words = EXTRA_DIRECTIONS + tuple(f"Direction{i}" for i in range(3, n + 1))
+    turns = EXTRA_TURNS + tuple(f"I_DIRECTION{i}" for i in range(3, n + 1))
+    return words[:n], turns[:n]
+
+
+def vocabulary(experiment: str, num_extra_directions: int = 2) -> Vocabulary:
     """The input and output symbols of an experiment."""
     words: list[str] = list(scan.INPUT_WORDS)
     actions: list[str] = list(scan.ACTIONS)
-    if experiment in ("augmentation", "length"):
+    if experiment in ("augmentation", "length", "standard_augmentation"):
         words += EXTRA_PRIMITIVES
         actions += EXTRA_ACTIONS
     elif experiment == "around_right":
-        words += EXTRA_DIRECTIONS
-        actions += EXTRA_TURNS
-    elif experiment not in ("permutation", "standard"):
+        extra_words, extra_turns = extra_directions(num_extra_directions)
+        words += extra_words
+        actions += extra_turns
+    elif experiment not in ("permutation", *STANDARD):
         raise ValueError(
             f"unknown experiment {experiment!r}; choose permutation, augmentation, "
-            "around_right, length or standard."
+            f"around_right, length, or a standard seq2seq baseline: {', '.join(STANDARD)}."
         )
     return Vocabulary(IN_SPECIALS + tuple(words), OUT_SPECIALS + tuple(actions))
 
 
 def _slots(experiment: Experiment) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The template words relabelled per episode and their true meanings."""
-    if experiment == "around_right":
+    if experiment in ("around_right", "standard_around_right"):
         return scan.DIRECTIONS, _TURNS
     return scan.PRIMITIVES, _PRIMITIVE_ACTIONS
 
 
-def _candidates(experiment: Experiment) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The words the slots may be written as, and the meanings they may take."""
-    if experiment in ("permutation", "standard"):
-        return scan.PRIMITIVES, _PRIMITIVE_ACTIONS
+def _candidates(
+    experiment: Experiment, num_extra_directions: int = 2
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The words the slots may be written as, and the meanings they may take (for
+    `standard_augmentation`, in pairs: the i-th word always means the i-th action)."""
+    if experiment in ("augmentation", "length", "standard_augmentation"):
+        return scan.PRIMITIVES + EXTRA_PRIMITIVES, _PRIMITIVE_ACTIONS + EXTRA_ACTIONS
     if experiment == "around_right":
-        return scan.DIRECTIONS + EXTRA_DIRECTIONS, _TURNS + EXTRA_TURNS
-    return scan.PRIMITIVES + EXTRA_PRIMITIVES, _PRIMITIVE_ACTIONS + EXTRA_ACTIONS
+        extra_words, extra_turns = extra_directions(num_extra_directions)
+        return scan.DIRECTIONS + extra_words, _TURNS + extra_turns
+    return _slots(experiment)
 
 
 @functools.cache
-def encoded_pairs(experiment: Experiment) -> tuple[np.ndarray, np.ndarray]:
+def encoded_pairs(
+    experiment: Experiment, num_extra_directions: int = 2
+) -> tuple[np.ndarray, np.ndarray]:
     """Every SCAN command and action sequence as tokens of the experiment's vocabulary:
     `[20910, MAX_IN]` and `[20910, MAX_OUT]`, in the order of `scan.pairs()`."""
-    vocab = vocabulary(experiment)
+    vocab = vocabulary(experiment, num_extra_directions)
     pairs = scan.pairs()
     x = np.stack([vocab.encode(c.split(), MAX_IN, out=False) for c, _ in pairs])
     y = np.stack([vocab.encode(a, MAX_OUT, out=True) for _, a in pairs])
@@ -197,7 +241,10 @@ class ScanEpisodes(AbstractTask):
     """The validation assignments: the true one, or five held out (`validation_kind`)."""
     validation_kind: ScanValidation = eqx.field(static=True)
     jump: int = eqx.field(static=True)
-    """Index of the command "jump" (the `standard` experiment adds it to every batch)."""
+    """Index of the command "jump" (`standard` and `standard_augmentation` add it to every
+    batch)."""
+    jump_word: int = eqx.field(static=True)
+    """Token of the word "jump"."""
 
     @property
     def io(self) -> IOSpec:
@@ -211,7 +258,7 @@ class ScanEpisodes(AbstractTask):
         )
 
     def pools(self) -> tuple[str, ...]:
-        return ("train",) if self.experiment == "standard" else ("train", "val")
+        return ("train",) if self.experiment in STANDARD else ("train", "val")
 
     def _draw(self, key: PRNGKeyArray) -> Int[Array, "slots 2"]:
         """One assignment, uniformly among those of the candidates (no constraints)."""
@@ -280,18 +327,42 @@ class ScanEpisodes(AbstractTask):
         support = _top_k_sample(k_support, support_pool, self.num_support)
         return support, _top_k_sample(k_query, query_pool, self.num_query)
 
+    def _standard(self, key: PRNGKeyArray) -> Episode:
+        """A training batch of a standard seq2seq baseline (see the module docstring)."""
+        true = jnp.stack([self.slot_words, self.slot_actions], axis=-1)
+        with_jump = self.experiment in ("standard", "standard_augmentation")
+        query = _top_k_sample(key, self.query_pool, self.num_query - with_jump)
+        qx, qy = self.commands_x[query], self.commands_y[query]
+        if self.experiment == "standard_augmentation":  # each command its own primitives
+
+            def relabel(k, x, y):
+                # 4 distinct primitives of the 23 but jump (only ever seen alone); the i-th
+                # candidate word always means the i-th candidate action
+                noise = jax.random.uniform(k, self.candidate_words.shape)
+                _, pick = jax.lax.top_k(
+                    jnp.where(self.candidate_words == self.jump_word, -1.0, noise), 4
+                )
+                words, actions = self.candidate_words[pick], self.candidate_actions[pick]
+                return self.relabel(jnp.stack([words, actions], axis=-1), x, y)
+
+            keys = jax.random.split(jax.random.fold_in(key, 1), query.shape[0])
+            qx, qy = jax.vmap(relabel)(keys, qx, qy)
+        if with_jump:
+            jx, jy = self.commands_x[self.jump], self.commands_y[self.jump]
+            qx = jnp.concatenate([qx, jx[None]])
+            qy = jnp.concatenate([qy, jy[None]])
+        support = self.support_pool[: self.num_support]
+        sx, sy = self.commands_x[support], self.commands_y[support]
+        return Episode(Split(sx, sy), Split(qx, qy), true.astype(jnp.float32))
+
     def sample(self, key: PRNGKeyArray, pool: str = "train") -> Episode:
         k_assign, k_items = jax.random.split(key)
-        if self.experiment == "standard":  # fixed meanings, "jump" alone in every batch
+        if self.experiment in STANDARD:  # fixed meanings, no support
             if pool != "train":
                 raise ValueError(f"unknown pool {pool!r}; the pools are {self.pools()}")
-            assignment = jnp.stack([self.slot_words, self.slot_actions], axis=-1)
-            support = self.support_pool[: self.num_support]
-            drawn = _top_k_sample(k_items, self.query_pool, self.num_query - 1)
-            query = jnp.concatenate([drawn, jnp.array([self.jump], jnp.int32)])
-        else:
-            assignment = self.assignment(k_assign, pool)
-            support, query = self.items(k_items, pool)
+            return self._standard(k_items)
+        assignment = self.assignment(k_assign, pool)
+        support, query = self.items(k_items, pool)
         sx, sy = self.relabel(assignment, self.commands_x[support], self.commands_y[support])
         qx, qy = self.relabel(assignment, self.commands_x[query], self.commands_y[query])
         return Episode(Split(sx, sy), Split(qx, qy), assignment.astype(jnp.float32))
@@ -304,11 +375,13 @@ class ScanEpisodes(AbstractTask):
             train, test = scan.split("length")
             rng = np.random.default_rng(0)
             supports = [rng.choice(_index(train), 100, replace=False) for _ in range(5)]
+        elif self.experiment in STANDARD:
+            _, test = scan.split(_STANDARD_SPLIT[self.experiment])
+            supports = [np.zeros(0, np.int32)]
         else:
             name = "template_around_right" if self.experiment == "around_right" else "addprim_jump"
             _, test = scan.split(name)
             isolated = ["turn left", "turn right"] if name != "addprim_jump" else scan.PRIMITIVES
-            isolated = [] if self.experiment == "standard" else isolated
             support = _index(tuple((c, scan.interpret(c)) for c in isolated))
             supports = [support]
         query = _index(test)
@@ -366,15 +439,24 @@ def make_scan_episodes(
     num_support: int | None = None,
     num_query: int = 20,
     validation: ScanValidation = "true-assignment",
+    num_extra_directions: int = 2,
     key: PRNGKeyArray,
 ) -> ScanEpisodes:
     """The episodes of `experiment` (20 + 20 items; 100 + 20 for length). Validation
     episodes: the true assignment (the reference's), or, with `validation="held-out"`, five
-    random assignments drawn from `key` and kept out of training."""
+    random assignments drawn from `key` and kept out of training. `num_extra_directions`:
+    the directions `around_right` may write `left` and `right` as, beside them."""
     if validation not in ("true-assignment", "held-out"):
         raise ValueError(f"validation must be 'true-assignment' or 'held-out', got {validation!r}")
-    vocab = vocabulary(experiment)
-    x, y = encoded_pairs(experiment)
+    if num_extra_directions < 0:
+        raise ValueError(f"num_extra_directions must be >= 0, got {num_extra_directions}")
+    if num_extra_directions != 2 and experiment != "around_right":
+        raise ValueError(
+            f"extra directions only apply to the around_right experiment, not {experiment!r}; "
+            "leave task.num_extra_directions at 2."
+        )
+    vocab = vocabulary(experiment, num_extra_directions)
+    x, y = encoded_pairs(experiment, num_extra_directions)
     everything = np.arange(len(x), dtype=np.int32)
     val_pools = None
     if experiment == "length":
@@ -384,8 +466,10 @@ def make_scan_episodes(
         if validation == "true-assignment":  # the reference's: any training item; test queries
             val_pools = (_index(train), _index(test))
         num_support = 100 if num_support is None else num_support
-    elif experiment == "standard":
-        train, _ = scan.split("addprim_jump")
+    elif experiment in STANDARD:
+        train, _ = scan.split(_STANDARD_SPLIT[experiment])
+        if experiment == "standard_augmentation":  # templates of every primitive but jump
+            train = tuple(p for p in train if p[0] != "jump")
         support_pool, query_pool = everything[:0], _index(train)
         num_support = 0 if num_support is None else num_support
     else:  # the whole SCAN set: its held-out meanings are never assigned in training
@@ -406,8 +490,13 @@ def make_scan_episodes(
             f"{len(val_query_pool)} query items; num_support={num_support} and "
             f"num_query={num_query} do not fit"
         )
+    if experiment in ("standard", "standard_augmentation") and num_query < 2:
+        raise ValueError(
+            f"{experiment} batches hold 'jump' and at least one other command: num_query must "
+            f"be >= 2, got {num_query}"
+        )
     slot_words, slot_actions = _slots(experiment)
-    cand_words, cand_actions = _candidates(experiment)
+    cand_words, cand_actions = _candidates(experiment, num_extra_directions)
     forbidden = None
     if experiment == "augmentation":
         forbidden = (vocab.inputs.index("jump"), vocab.outputs.index("I_JUMP"))
@@ -434,6 +523,7 @@ def make_scan_episodes(
         validation=jnp.zeros((0, len(slot_words), 2), jnp.int32),
         validation_kind=validation,
         jump=scan.commands().index("jump"),
+        jump_word=vocab.inputs.index("jump"),
     )
     if validation == "true-assignment":
         true = jnp.stack([task.slot_words, task.slot_actions], axis=-1)
@@ -552,6 +642,7 @@ def make(config: ScanEpisodesConfig, *, key: PRNGKeyArray) -> ScanEpisodes:
         num_support=config.num_support,
         num_query=config.num_query,
         validation=config.validation,
+        num_extra_directions=config.num_extra_directions,
         key=key,
     )
 

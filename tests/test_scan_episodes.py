@@ -16,9 +16,15 @@ from tasks.config import ScanEpisodesConfig
 N_EPISODES = 300
 
 
-@pytest.fixture(scope="module", params=["permutation", "augmentation", "around_right", "length"])
+@pytest.fixture(
+    scope="module",
+    params=["permutation", "augmentation", "around_right", "length", "around_right-20"],
+)
 def episodes(request):
-    task = se.make_scan_episodes(request.param, key=jax.random.key(0))
+    experiment, _, extra = request.param.partition("-")  # around_right-20: 20 extra directions
+    task = se.make_scan_episodes(
+        experiment, num_extra_directions=int(extra or 2), key=jax.random.key(0)
+    )
     keys = jax.random.split(jax.random.key(1), N_EPISODES)
     batch = eqx.filter_jit(lambda t, k: jax.vmap(t.sample)(k))(task, keys)
     val = eqx.filter_jit(lambda t, k: jax.vmap(lambda k: t.sample(k, "val"))(k))(task, keys[:20])
@@ -92,7 +98,8 @@ def test_validation_has_the_true_assignment_which_training_never_draws(episodes)
         assert 0.10 < with_jump < 0.23
     if task.experiment == "around_right":
         assert ("right", "I_TURN_RIGHT") not in pairs
-        assert {w for w, _ in pairs} == {"left", "right", "forward", "backward"}
+        words, _ = se.extra_directions(len(task.candidate_words) - 2)
+        assert {w for w, _ in pairs} == {"left", "right", *words}
     if task.experiment == "length":  # the reference's: training items, test queries
         train, test = (dict(p) for p in scan.split("length"))
         for items, allowed in ((val.support.x, train), (val.query.x, test)):
@@ -212,6 +219,80 @@ def test_standard_batches_are_the_plain_addjump_split_with_jump_in_each():
             assert task.vocab.decode(y, out=True) == train[command]
     (test,) = task.test_episodes()
     assert test.support.x.shape[0] == 0 and test.query.x.shape[0] == 7_706
+
+
+def _sample(task, n, seed=1):
+    keys = jax.random.split(jax.random.key(seed), n)
+    return jax.tree.map(np.asarray, eqx.filter_jit(lambda t, k: jax.vmap(t.sample)(k))(task, keys))
+
+
+def test_standard_augmentation_batches_compose_primitives_of_fixed_meaning():
+    task = se.make_scan_episodes("standard_augmentation", num_query=40, key=jax.random.key(0))
+    assert task.pools() == ("train",) and len(task.vocab.inputs) == len(
+        se.vocabulary("augmentation").inputs
+    )
+    batch = _sample(task, 20)
+    assert batch.support.x.shape == (20, 0, se.MAX_IN) and batch.query.x.shape[1] == 40
+    words = scan.PRIMITIVES + se.EXTRA_PRIMITIVES
+    meaning = dict(
+        zip(words, ("I_WALK", "I_LOOK", "I_RUN", "I_JUMP", *se.EXTRA_ACTIONS), strict=True)
+    )
+    seen = set()
+    for e in range(20):
+        commands = [task.vocab.decode(x, out=False) for x in batch.query.x[e]]
+        assert commands[-1] == ("jump",) and task.vocab.decode(batch.query.y[e, -1], out=True) == (
+            "I_JUMP",
+        )
+        for command, y in zip(commands[:-1], batch.query.y[e, :-1], strict=True):
+            assert "jump" not in command  # jump is only ever seen alone
+            # the command's primitives, written as SCAN's, then each meaning its fixed action
+            used = list(dict.fromkeys(w for w in command if w in meaning))
+            assert len(used) <= 2  # none in "turn left" and the like
+            seen.update(used)
+            base = dict(zip(used, ("walk", "look"), strict=False))
+            back = {b: meaning[w] for w, b in zip(used, ("I_WALK", "I_LOOK"), strict=False)}
+            expected = scan.interpret(" ".join(base.get(w, w) for w in command))
+            assert task.vocab.decode(y, out=True) == tuple(back.get(a, a) for a in expected)
+    assert len(seen) == 23  # every primitive but jump, in 20 batches of 39 commands
+    (test,) = task.test_episodes()
+    assert test.support.x.shape[0] == 0 and test.query.x.shape[0] == 7_706
+
+
+@pytest.mark.parametrize(
+    "experiment, split, tests",
+    [
+        ("standard_around_right", "template_around_right", 4_476),
+        ("standard_length", "length", 3_920),
+    ],
+)
+def test_standard_baselines_train_on_their_splits_training_set(experiment, split, tests):
+    task = se.make_scan_episodes(experiment, num_query=40, key=jax.random.key(0))
+    assert task.pools() == ("train",) and task.vocab == se.vocabulary("permutation")
+    batch = _sample(task, 10)
+    train = dict(scan.split(split)[0])
+    for e in range(10):
+        commands = [" ".join(task.vocab.decode(x, out=False)) for x in batch.query.x[e]]
+        assert len(set(commands)) == 40
+        for command, y in zip(commands, batch.query.y[e], strict=True):
+            assert task.vocab.decode(y, out=True) == train[command]
+    (test,) = task.test_episodes()
+    assert test.support.x.shape[0] == 0 and test.query.x.shape[0] == tests
+    assert {" ".join(task.vocab.decode(x, out=False)) for x in np.asarray(test.query.x)} == {
+        c for c, _ in scan.split(split)[1]
+    }
+
+
+def test_around_right_with_20_extra_directions():
+    task = se.make_scan_episodes("around_right", num_extra_directions=20, key=jax.random.key(0))
+    assert len(task.candidate_words) == len(task.candidate_actions) == 22
+    assert {"forward", "backward", "Direction20"} <= set(task.vocab.inputs)
+    batch = _sample(task, 200)
+    drawn = set(batch.latent[:, :, 0].astype(int).ravel().tolist())
+    assert len(drawn) > 15  # the slots are written as many of the 22 directions
+    with pytest.raises(ValueError, match="around_right"):
+        ScanEpisodesConfig("permutation", num_extra_directions=20)
+    with pytest.raises(ValueError, match="num_extra_directions"):
+        se.make_scan_episodes("around_right", num_extra_directions=-1, key=jax.random.key(0))
 
 
 def test_configs_saved_before_the_validation_option_load_as_they_ran():
