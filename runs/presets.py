@@ -791,22 +791,45 @@ def _fig3e() -> Sweep:
     )
 
 
-def _fig3f() -> Sweep:
-    base = get_preset("schug2024/hyperteacher-compositional-cpu")
+# Fig. 3F as the authors ran it (their `sweeps/hyperteacher/overparam.yaml`): a teacher of
+# M = 4 modules, K = 2, hidden width 16; students of hidden width 16-512 and T = 1-16 times M
+# templates; both hypernetworks, outer learning rates 3e-4, 1e-3 and 3e-3, seeds 2020-2022.
+FIG3F_HIDDEN = (16, 32, 64, 128, 256, 512)
+FIG3F_RATIO = (1, 2, 4, 8, 16)
+FIG3F_LR = (3e-4, 1e-3, 3e-3)
+FIG3F_TEACHER = {"num_modules": 4, "max_active": 2, "hidden": 16, "ood_h": (1, 2, 4)}
+
+
+def _fig3f(cpu: bool = True) -> Sweep:
+    """Fig. 3F: the authors' grid (`cpu=False`, 180 configurations, for a device), or at CPU
+    scale the linear hypernetwork at hidden 16 / 64 / 256 and T / M = 1 / 4 / 16, at the
+    preset's outer learning rate (1e-3), 6,000 steps."""
+    models = ("linear-hypernet",) if cpu else ("linear-hypernet", "nonlinear-hypernet")
+    hiddens, ratios = ((16, 64, 256), (1, 4, 16)) if cpu else (FIG3F_HIDDEN, FIG3F_RATIO)
+    lrs = (None,) if cpu else FIG3F_LR
+    m = FIG3F_TEACHER["num_modules"]
     runs = []
-    for hidden in (32, 64, 128):  # the teacher's hidden width is 32
-        for templates in (8, 32, 128):  # M = 8 modules per generated layer
-            model = dataclasses.replace(base.model, hidden=hidden, num_templates=templates)
-            runs.append(
-                SweepRun(
-                    f"hidden{hidden}-T{templates}",
-                    dataclasses.replace(base, model=model),
-                    {"hidden": f"hidden {hidden}", "templates": f"T={templates}"},
-                )
-            )
+    for model_name in models:
+        base = get_preset(hyperteacher_preset("compositional", model_name, cpu=cpu))
+        task = dataclasses.replace(base.task, **FIG3F_TEACHER)
+        for hidden in hiddens:
+            for ratio in ratios:
+                for lr in lrs:
+                    model = dataclasses.replace(base.model, hidden=hidden, num_templates=ratio * m)
+                    outer = base.outer if lr is None else dataclasses.replace(base.outer, lr=lr)
+                    config = dataclasses.replace(base, task=task, model=model, outer=outer)
+                    label = f"hidden{hidden}-T{ratio * m}"
+                    facets = {"hidden": f"hidden {hidden}", "templates": f"T={ratio * m}"}
+                    if not cpu:
+                        label = f"{model_name}-{label}-lr{lr:g}"
+                        facets |= {"model": model_name, "lr": f"lr {lr:g}"}
+                    runs.append(SweepRun(label, config, facets))
+    scale = "CPU scale, linear hypernetwork" if cpu else "the authors' grid, paper size"
     return Sweep(
-        "Fig. 3F: OOD accuracy of the linear hypernetwork against over-parameterization "
-        "(student hidden width vs the teacher's 32, templates T vs the teacher's M = 8)",
+        f"Fig. 3F ({scale}): OOD accuracy against over-parameterization, a teacher of M = 4 "
+        "modules (K = 2) and hidden width 16; student hidden width and templates T = 1-16 x M. "
+        "Paper (plot only): some over-parameterization is needed, and OOD accuracy falls for "
+        "larger",
         tuple(runs),
         metrics=("ood.accuracy", "test.accuracy"),
         x="hidden",
@@ -993,6 +1016,7 @@ SWEEPS: dict[str, Sweep] = {
     "schug2024/fig3b-cpu": _fig3b(),
     "schug2024/fig3cd-cpu": _fig3cd(),
     "schug2024/fig3e-cpu": _fig3e(),
+    "schug2024/fig3f": _fig3f(cpu=False),
     "schug2024/fig3f-cpu": _fig3f(),
     "schug2024/fig4b": _fig4b(cpu=False),
     "schug2024/fig4b-cpu": _fig4b(cpu=True),
