@@ -690,6 +690,48 @@ def _fig2d() -> Sweep:
     )
 
 
+# Fig. 2D as the authors ran it (their `sweeps/theory/overparam.yml`): the student's hidden width
+# and module count each 2-32 times the teacher's (16, 6), crossed, the outer AdamW's weight decay
+# 0-1e-3, both kinds of codes, connected support, 60,000 outer steps (their `train_step` 10,000
+# times `n_task` 6), 300 inner steps.
+FIG2D_FACTORS = (2, 4, 8, 16, 32)
+FIG2D_WEIGHT_DECAY = (0.0, 1e-5, 1e-4, 1e-3)
+FIG2D_CPU_FACTORS = (1, 2, 4, 8)
+
+
+def _fig2d_grid(cpu: bool = True) -> Sweep:
+    """Fig. 2D over the authors' grid (`cpu=False`: 200 configurations, for a device), or at
+    CPU scale the hidden and module factors 1, 2, 4, 8 crossed, discrete codes, weight decay 0
+    (the CPU presets of Fig. 2C: 12,000 steps, 100 inner steps)."""
+    codes = ("discrete",) if cpu else ("discrete", "continuous")
+    factors = FIG2D_CPU_FACTORS if cpu else FIG2D_FACTORS
+    decays = (0.0,) if cpu else FIG2D_WEIGHT_DECAY
+    runs = []
+    for dist in codes:
+        base = get_preset(f"schug2024/teacher-student-{dist}-connected" + ("-cpu" if cpu else ""))
+        for hidden in factors:
+            for modules in factors:
+                for decay in decays:
+                    model = ShallowHypernetConfig(hidden=16 * hidden, num_modules=6 * modules)
+                    outer = dataclasses.replace(base.outer, weight_decay=decay)
+                    label = f"{dist}-h{hidden}-m{modules}" + ("" if cpu else f"-wd{decay:g}")
+                    facets = {"hidden": f"hidden x{hidden}", "modules": f"modules x{modules}"}
+                    if not cpu:
+                        facets |= {"codes": dist, "weight_decay": f"wd {decay:g}"}
+                    config = dataclasses.replace(base, model=model, outer=outer)
+                    runs.append(SweepRun(label, config, facets))
+    scale = "CPU scale, discrete codes" if cpu else "the authors' grid, paper size"
+    return Sweep(
+        f"Fig. 2D ({scale}): module alignment against the student's hidden width and module "
+        "count, each a multiple of the teacher's (16, 6), crossed; connected support. Paper "
+        "(Table A1, discrete): slight over-parameterization helps, more hurts (0.67-0.85)",
+        tuple(runs),
+        metrics=("identification.alignment", "ood.mse"),
+        x="hidden",
+        hue="modules",
+    )
+
+
 # The paper's hyperteacher tables (Appendix B.2; their captions were lost in conversion): accuracy
 # as a fraction, at the paper's size and 200k steps. We read Tables A5-A7 as M = 8 with K = 1, 2
 # and 4: the authors' sweep for Fig. 3E runs K in {1, 2, 4, 6, 8} and has no K = 3
@@ -1012,6 +1054,8 @@ def _madan_ablations() -> Sweep:
 SWEEPS: dict[str, Sweep] = {
     "schug2024/fig2c-cpu": _fig2c(),
     "schug2024/fig2d-cpu": _fig2d(),
+    "schug2024/fig2d-grid": _fig2d_grid(cpu=False),
+    "schug2024/fig2d-grid-cpu": _fig2d_grid(),
     "schug2024/fig3b": _fig3b(cpu=False),
     "schug2024/fig3b-cpu": _fig3b(),
     "schug2024/fig3cd-cpu": _fig3cd(),
