@@ -729,6 +729,7 @@ def _fig2d_grid(cpu: bool = True) -> Sweep:
         metrics=("identification.alignment", "ood.mse"),
         x="hidden",
         hue="modules",
+        plot="grid" if cpu else "bars",
     )
 
 
@@ -876,6 +877,7 @@ def _fig3f(cpu: bool = True) -> Sweep:
         metrics=("ood.accuracy", "test.accuracy"),
         x="hidden",
         hue="templates",
+        plot="grid" if cpu else "bars",
         seed_task="split_seed",
     )
 

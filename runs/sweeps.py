@@ -20,7 +20,10 @@ import textwrap
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+import numpy as np
+from jaxtyping import Float
 
 from .config import TrainConfig, to_dict
 from .lock import DirectoryLock, LockedError, atomic_write_text
@@ -56,6 +59,9 @@ class Sweep:
     paper: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
     """The paper's values, `{label: {metric: value}}`, drawn beside ours."""
     seeds: tuple[int, ...] = (0, 1, 2)
+    plot: Literal["bars", "grid"] = "bars"
+    """`bars`: a bar per run (mean, std, a dot per seed); `grid`: a heat map per metric, the
+    `x` facet across and the `hue` facet down, for sweeps that cross two settings."""
     seed_task: bool | str = False
     """Also set a field of each run's task config to the run seed (`True`: `task.seed`; a name,
     e.g. `"split_seed"`: that field): for tasks that take their fixed structure from their own
@@ -294,6 +300,7 @@ def _write_sweep_file(
         "metrics": list(sweep.metrics),
         "x": sweep.x,
         "hue": sweep.hue,
+        "plot": sweep.plot,
         "paper": sweep.paper,
         "runs": [
             {"label": r.label, "facets": r.facets, "config": to_dict(r.config)} for r in sweep.runs
@@ -398,7 +405,9 @@ def report(out: Path) -> dict[str, Any]:
             summary.append(entry)
     _write_csv(out / "summary.csv", summary)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    if summary:
+    if summary and record.get("plot", "bars") == "grid":
+        _grid_figure(record, summary, out / "figure.png")
+    elif summary:
         _figure(record, summary, rows, out / "figure.png")
     _curves(record, out)
     return {"runs": rows, "summary": summary}
@@ -486,6 +495,58 @@ def _curves(record: dict, out: Path) -> list[tuple[str | None, str]]:
     fig.savefig(out / "curves.png", dpi=110)
     plt.close(fig)
     return [(group, metric) for group in groups for metric in metrics]
+
+
+def _grid_figure(
+    record: dict, summary: list[dict], path: Path
+) -> dict[str, Float[np.ndarray, "hue x"]]:
+    """A heat map per metric of the mean over seeds: the `x` facet across, the `hue` facet
+    down, each cell annotated with its mean and n. Returns the maps (NaN where no run
+    finished)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metrics = [m for m in record["metrics"] if any(e["metric"] == m for e in summary)]
+    x_facet, hue_facet = record["x"], record["hue"]
+    xs = list(dict.fromkeys(r["facets"][x_facet] for r in record["runs"]))
+    hues = list(dict.fromkeys(r["facets"][hue_facet] for r in record["runs"]))
+    fig, axes = plt.subplots(
+        1, len(metrics), figsize=(1.5 + (1.0 + 0.9 * len(xs)) * len(metrics), 1.5 + 0.6 * len(hues))
+    )
+    axes = [axes] if len(metrics) == 1 else list(axes)
+    maps = {}
+    for ax, metric in zip(axes, metrics, strict=True):
+        grid = np.full((len(hues), len(xs)), np.nan)
+        counts = np.zeros((len(hues), len(xs)), int)
+        for e in summary:
+            if e["metric"] == metric:
+                i, j = hues.index(e[hue_facet]), xs.index(e[x_facet])
+                grid[i, j], counts[i, j] = e["mean"], e["n"]
+        maps[metric] = grid
+        log = metric.endswith((".mse", ".loss")) and np.nanmin(grid) > 0
+        shown = np.log10(grid) if log else grid
+        image = ax.imshow(shown, cmap="viridis", aspect="auto")
+        fig.colorbar(image, ax=ax, label=f"log10 {metric}" if log else metric)
+        low, high = np.nanmin(shown), np.nanmax(shown)
+        for i in range(len(hues)):
+            for j in range(len(xs)):
+                if counts[i, j]:  # dark text on the bright cells
+                    bright = (shown[i, j] - low) > 0.6 * (high - low)
+                    text = f"{grid[i, j]:.3g}\nn={counts[i, j]}"
+                    color = "k" if bright else "w"
+                    ax.text(j, i, text, ha="center", va="center", fontsize=7, color=color)
+        ax.set_xticks(range(len(xs)), xs, rotation=20, ha="right")
+        ax.set_yticks(range(len(hues)), hues)
+        ax.set_xlabel(x_facet)
+        ax.set_ylabel(hue_facet)
+        ax.set_title(metric)
+    fig.suptitle(f"{record['name']}: mean over the finished seeds (n per cell)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return maps
 
 
 def _figure(record: dict, summary: list[dict], rows: list[dict], path: Path) -> None:

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import re
 
+import numpy as np
 import pytest
 from conftest import make_tiny_config
 
@@ -285,3 +286,42 @@ def test_learning_curves_get_a_row_of_panels_per_level(tmp_path):
     ]
     record["runs"] = runs[:2]
     assert _curves(record, tmp_path) == [(None, "eval.success"), (None, "eval.return")]
+
+
+def test_a_grid_sweep_is_drawn_as_heat_maps(tmp_path):
+    """Sweeps that cross two settings (`plot="grid"`) get a heat map per metric: x across,
+    hue down, NaN where no run finished."""
+    record = {
+        "name": "test/grid",
+        "metrics": ["ood.mse", "identification.alignment"],
+        "x": "hidden",
+        "hue": "modules",
+        "runs": [
+            {"label": f"h{h}-m{m}", "facets": {"hidden": f"x{h}", "modules": f"x{m}"}}
+            for h in (1, 2, 4)
+            for m in (1, 2)
+        ],
+    }
+    summary = [
+        {
+            "label": f"h{h}-m{m}",
+            "hidden": f"x{h}",
+            "modules": f"x{m}",
+            "metric": metric,
+            "mean": value * h + m,
+            "std": 0.0,
+            "n": 3,
+            "paper": "",
+        }
+        for h in (1, 2, 4)
+        for m in (1, 2)
+        for metric, value in (("ood.mse", 0.01), ("identification.alignment", 0.1))
+        if (h, m) != (4, 2)  # not finished
+    ]
+    maps = runs.sweeps._grid_figure(record, summary, tmp_path / "figure.png")
+    assert (tmp_path / "figure.png").stat().st_size > 1000
+    np.testing.assert_allclose(
+        maps["ood.mse"], [[1.01, 1.02, 1.04], [2.01, 2.02, np.nan]], equal_nan=True
+    )
+    assert maps["identification.alignment"][0, 2] == pytest.approx(1.4)
+    assert runs.presets.SWEEPS["schug2024/fig2d-grid-cpu"].plot == "grid"
