@@ -788,6 +788,35 @@ def _fig3b(cpu: bool = True) -> Sweep:
     )
 
 
+def _fig3b_widths() -> Sweep:
+    """Issue 20, item 6: ANIL and MAML at the authors' widths (512 and 384) in the CPU-scale
+    setting of `fig3b-cpu`, to test whether that sweep's ordering comes from their smaller
+    CPU-scale widths (272 and 160)."""
+    runs = []
+    for model in ("anil", "maml"):
+        width = _learner(model)["model"].hidden
+        for split in ("compositional", "non-compositional"):
+            base = get_preset(hyperteacher_preset(split, model, cpu=True))
+            config = dataclasses.replace(base, model=dataclasses.replace(base.model, hidden=width))
+            runs.append(
+                SweepRun(
+                    f"{model}{width}-{split}",
+                    config,
+                    {"model": f"{model} (width {width})", "support": split},
+                )
+            )
+    return Sweep(
+        "Fig. 3B at CPU scale with ANIL and MAML at the authors' widths (512, 384) instead of "
+        "the CPU presets' (272, 160)",
+        tuple(runs),
+        metrics=("ood.accuracy", "test.accuracy"),
+        x="model",
+        hue="support",
+        paper={f"{m}{w}-compositional": _paper(2, m) for m, w in (("anil", 512), ("maml", 384))},
+        seed_task="split_seed",
+    )
+
+
 def _fig3cd() -> Sweep:
     runs = []
     for model in ("linear-hypernet", "nonlinear-hypernet"):
@@ -1060,6 +1089,7 @@ SWEEPS: dict[str, Sweep] = {
     "schug2024/fig2d-grid-cpu": _fig2d_grid(),
     "schug2024/fig3b": _fig3b(cpu=False),
     "schug2024/fig3b-cpu": _fig3b(),
+    "schug2024/fig3b-widths-cpu": _fig3b_widths(),
     "schug2024/fig3cd-cpu": _fig3cd(),
     "schug2024/fig3e-cpu": _fig3e(),
     "schug2024/fig3f": _fig3f(cpu=False),
