@@ -72,6 +72,7 @@ from tasks.config import (
     PickupDistConfig,
     PickupLocConfig,
     ScanEpisodesConfig,
+    ScanExperiment,
     TeacherStudentConfig,
 )
 from zoo.config import (
@@ -441,6 +442,12 @@ def _lake(task, **model) -> TrainConfig:
     )
 
 
+def _standard_seq2seq(experiment: ScanExperiment) -> TrainConfig:
+    """The standard seq2seq baseline of an experiment: the same encoder and decoder without
+    the memory, trained on batches of 40 commands with fixed meanings."""
+    return _lake(ScanEpisodesConfig(experiment, num_query=40), memory=False, support_loss=False)
+
+
 # Lake 2019: each experiment's preset, the paper's words for it and the paper's exact-match
 # accuracy (a fraction; Section 4.2 and Tables 2-3). The descriptions and the sweeps' paper
 # marks are both drawn from here.
@@ -464,7 +471,7 @@ LAKE_PAPER: dict[str, tuple[str, float, TrainConfig]] = {
     "lake2019/addjump-standard-seq2seq": (
         "Table 2, standard seq2seq on the plain add-jump split, batches of 40",
         0.0003,
-        _lake(ScanEpisodesConfig("standard", num_query=40), memory=False, support_loss=False),
+        _standard_seq2seq("standard"),
     ),
     "lake2019/addjump-augmentation": (
         "Table 2, augmentation meta-training",
@@ -491,27 +498,17 @@ LAKE_PAPER: dict[str, tuple[str, float, TrainConfig]] = {
         "Table 2, standard seq2seq on SCAN augmented with 20 primitives of fixed meaning, "
         "batches of 40",
         0.1226,
-        _lake(
-            ScanEpisodesConfig("standard_augmentation", num_query=40),
-            memory=False,
-            support_loss=False,
-        ),
+        _standard_seq2seq("standard_augmentation"),
     ),
     "lake2019/around-right-standard-seq2seq": (
         "Table 3, standard seq2seq on the around-right split, batches of 40",
         0.0,
-        _lake(
-            ScanEpisodesConfig("standard_around_right", num_query=40),
-            memory=False,
-            support_loss=False,
-        ),
+        _standard_seq2seq("standard_around_right"),
     ),
     "lake2019/length-standard-seq2seq": (
         "Table 3, standard seq2seq on the length split, batches of 40",
         0.0771,
-        _lake(
-            ScanEpisodesConfig("standard_length", num_query=40), memory=False, support_loss=False
-        ),
+        _standard_seq2seq("standard_length"),
     ),
     "lake2019/around-right-20-directions": (
         "Section 4.5, around right meta-trained with 20 extra directions instead of 2",

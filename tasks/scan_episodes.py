@@ -61,7 +61,6 @@ Sequences are token arrays padded with `PAD = 0` to a fixed length, every sequen
 
 import functools
 import itertools
-from typing import Literal
 
 import equinox as eqx
 import jax
@@ -71,23 +70,19 @@ from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from tasks import scan
 from tasks._base import AbstractTask, Episode, Split
-from tasks.config import MutualExclusivityConfig, ScanEpisodesConfig, ScanValidation
+from tasks.config import (
+    MutualExclusivityConfig,
+    ScanEpisodesConfig,
+    ScanExperiment,
+    ScanValidation,
+)
 from zoo.io import IOSpec
 
 PAD, EOS, SOS = "<pad>", "<eos>", "<sos>"
 IN_SPECIALS = (PAD, EOS)
 OUT_SPECIALS = (PAD, SOS, EOS)
 
-Experiment = Literal[
-    "permutation",
-    "augmentation",
-    "around_right",
-    "length",
-    "standard",
-    "standard_augmentation",
-    "standard_around_right",
-    "standard_length",
-]
+Experiment = ScanExperiment
 STANDARD = ("standard", "standard_augmentation", "standard_around_right", "standard_length")
 """The standard seq2seq baselines: batches of commands with fixed meanings, no support."""
 _STANDARD_SPLIT = {
