@@ -630,10 +630,14 @@ class ReportCommand:
 
     directory: Annotated[Path, tyro.conf.Positional]
     """The sweep directory (the --out of zoo sweep)."""
+    export: Path | None = None
+    """Also copy the finished runs, without their checkpoints, and the sweep's record into this
+    directory (merging with what it holds) and report it: a small directory to commit, from
+    which `zoo report` rebuilds every number."""
 
 
 def _report(argv: list[str]) -> int:
-    from .sweeps import SWEEP_FILE, report
+    from .sweeps import SWEEP_FILE, export, report
 
     command = tyro.cli(ReportCommand, args=argv, prog="zoo report")
     if not (command.directory / SWEEP_FILE).is_file():
@@ -643,6 +647,15 @@ def _report(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 1
+    if command.export is not None:
+        try:
+            copied = export(command.directory, command.export)
+        except ValueError as error:
+            print(f"zoo report: {error}", file=sys.stderr)
+            return 1
+        print(f"exported {len(copied)} finished runs to {command.export}")
+        report(command.directory)
+        command = dataclasses.replace(command, directory=command.export)
     summary = report(command.directory)["summary"]
     for entry in summary:
         paper = f"   (paper {entry['paper']})" if entry["paper"] != "" else ""

@@ -318,6 +318,41 @@ def _write_sweep_file(
     atomic_write_text(path, json.dumps(record, indent=2) + "\n")
 
 
+def export(src: Path, dest: Path) -> list[str]:
+    """Copy the finished runs of the sweep in `src` into `dest`, in the same layout, without
+    their checkpoints (each run directory's files: config, metrics, history, evaluations), and
+    the sweep's record, merging with runs and seeds already in `dest`: a directory small enough
+    to commit, from which `report(dest)` rebuilds every number. Returns the runs copied, as
+    `label/seed_k`."""
+    record = json.loads((src / SWEEP_FILE).read_text())
+    dest.mkdir(parents=True, exist_ok=True)
+    if (dest / SWEEP_FILE).exists():
+        old = json.loads((dest / SWEEP_FILE).read_text())
+        if old["name"] != record["name"]:
+            raise ValueError(
+                f"{dest} holds the sweep {old['name']!r}, not {record['name']!r}; export "
+                "into another directory."
+            )
+        record["seeds"] = sorted(set(old["seeds"]) | set(record["seeds"]))
+    copied = []
+    for run in record["runs"]:
+        for seed in record["seeds"]:
+            directory = run_dir(src, run["label"], seed)
+            if not (directory / "config.json").exists():
+                continue
+            steps = json.loads((directory / "config.json").read_text())["run"]["steps"]
+            if final_metrics(directory).get("step") != steps:
+                continue  # unfinished: its numbers are not the run's
+            target = run_dir(dest, run["label"], seed)
+            target.mkdir(parents=True, exist_ok=True)
+            for file in directory.iterdir():
+                if file.is_file():
+                    atomic_write_text(target / file.name, file.read_text())
+            copied.append(f"{run['label']}/seed_{seed}")
+    atomic_write_text(dest / SWEEP_FILE, json.dumps(record, indent=2) + "\n")
+    return copied
+
+
 # --------------------------------------------------------------------------- reporting
 
 

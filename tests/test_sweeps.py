@@ -115,6 +115,31 @@ def test_the_summary_leaves_out_unfinished_runs(tmp_path):
     assert finished == {"comp": "True", "noncomp": "False"}
 
 
+def test_a_sweep_exports_its_finished_runs_without_checkpoints(tmp_path, capsys):
+    """`zoo report DIR --export DEST`: DEST gets the finished runs' small files and the sweep's
+    record, and reports the same numbers as DIR; unfinished runs stay behind."""
+    src, dest = tmp_path / "src", tmp_path / "dest"
+    run_sweep(_tiny_sweep(), "tiny", src, seeds=(0,), progress=False)
+    config = src / "noncomp" / "seed_0" / "config.json"
+    record = json.loads(config.read_text())
+    record["run"]["steps"] = 4  # as if the run had been stopped half-way
+    config.write_text(json.dumps(record))
+    assert main(["report", str(src), "--export", str(dest)]) == 0
+    assert "exported 1 finished runs" in capsys.readouterr().out
+    assert (
+        not (dest / "noncomp").exists() and not (dest / "comp" / "seed_0" / "checkpoints").exists()
+    )
+    assert (dest / "comp" / "seed_0" / "history.jsonl").exists()
+    with open(src / "results.csv") as f, open(dest / "results.csv") as g:
+        finished = [r for r in csv.DictReader(f) if r["finished"] == "True"]
+        assert finished == list(csv.DictReader(g))
+    assert json.loads((dest / "sweep.json").read_text())["seeds"] == [0]
+    other = json.loads((src / "sweep.json").read_text()) | {"name": "other"}
+    (src / "sweep.json").write_text(json.dumps(other))
+    assert main(["report", str(src), "--export", str(dest)]) == 1
+    assert "holds the sweep 'tiny'" in capsys.readouterr().err
+
+
 def test_a_bad_setting_fails_before_any_run(tmp_path):
     sweep = _tiny_sweep()
     bad = dataclasses.replace(sweep.runs[1].config, model_name="no-such-model")
