@@ -346,7 +346,7 @@ def export(src: Path, dest: Path) -> list[str]:
             target = run_dir(dest, run["label"], seed)
             target.mkdir(parents=True, exist_ok=True)
             for file in directory.iterdir():
-                if file.is_file():
+                if file.is_file() and not file.name.startswith("."):  # not the run's lock
                     atomic_write_text(target / file.name, file.read_text())
             copied.append(f"{run['label']}/seed_{seed}")
     atomic_write_text(dest / SWEEP_FILE, json.dumps(record, indent=2) + "\n")

@@ -130,6 +130,8 @@ def test_a_sweep_exports_its_finished_runs_without_checkpoints(tmp_path, capsys)
         not (dest / "noncomp").exists() and not (dest / "comp" / "seed_0" / "checkpoints").exists()
     )
     assert (dest / "comp" / "seed_0" / "history.jsonl").exists()
+    assert (src / "comp" / "seed_0" / ".lock").exists()  # each run's lock stays behind
+    assert not (dest / "comp" / "seed_0" / ".lock").exists()
     with open(src / "results.csv") as f, open(dest / "results.csv") as g:
         finished = [r for r in csv.DictReader(f) if r["finished"] == "True"]
         assert finished == list(csv.DictReader(g))
