@@ -340,8 +340,7 @@ def export(src: Path, dest: Path) -> list[str]:
             directory = run_dir(src, run["label"], seed)
             if not (directory / "config.json").exists():
                 continue
-            steps = json.loads((directory / "config.json").read_text())["run"]["steps"]
-            if final_metrics(directory).get("step") != steps:
+            if not _is_finished(directory, final_metrics(directory)):
                 continue  # unfinished: its numbers are not the run's
             target = run_dir(dest, run["label"], seed)
             target.mkdir(parents=True, exist_ok=True)
@@ -371,6 +370,12 @@ def final_metrics(directory: Path) -> dict[str, float]:
                 if key not in ("step", "pool", "time"):
                     out[f"{row['pool']}.{key}"] = float(value)
     return out
+
+
+def _is_finished(directory: Path, found: dict[str, float]) -> bool:
+    """Whether `found`, the run's `final_metrics`, is the evaluation of its last step."""
+    steps = json.loads((directory / "config.json").read_text())["run"]["steps"]
+    return found.get("step") == steps
 
 
 def _code(directory: Path) -> dict[str, str]:
@@ -419,8 +424,7 @@ def report(out: Path) -> dict[str, Any]:
             if (directory / "metrics.jsonl").exists():
                 found = final_metrics(directory)
                 if found:
-                    steps = json.loads((directory / "config.json").read_text())["run"]["steps"]
-                    finished = found["step"] == steps
+                    finished = _is_finished(directory, found)
                     row = {"label": run["label"], "seed": seed, **run["facets"]}
                     rows.append({**row, "finished": finished, **found, **_code(directory)})
     _write_csv(out / "results.csv", rows)

@@ -85,6 +85,8 @@ OUT_SPECIALS = (PAD, SOS, EOS)
 Experiment = ScanExperiment
 STANDARD = ("standard", "standard_augmentation", "standard_around_right", "standard_length")
 """The standard seq2seq baselines: batches of commands with fixed meanings, no support."""
+_AUGMENTED = ("augmentation", "length", "standard_augmentation")
+"""The experiments whose primitives include the 20 extra ones."""
 _STANDARD_SPLIT = {
     "standard": "addprim_jump",
     "standard_augmentation": "addprim_jump",
@@ -145,7 +147,7 @@ def vocabulary(experiment: str, num_extra_directions: int = 2) -> Vocabulary:
     """The input and output symbols of an experiment."""
     words: list[str] = list(scan.INPUT_WORDS)
     actions: list[str] = list(scan.ACTIONS)
-    if experiment in ("augmentation", "length", "standard_augmentation"):
+    if experiment in _AUGMENTED:
         words += EXTRA_PRIMITIVES
         actions += EXTRA_ACTIONS
     elif experiment == "around_right":
@@ -172,7 +174,7 @@ def _candidates(
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The words the slots may be written as, and the meanings they may take (for
     `standard_augmentation`, in pairs: the i-th word always means the i-th action)."""
-    if experiment in ("augmentation", "length", "standard_augmentation"):
+    if experiment in _AUGMENTED:
         return scan.PRIMITIVES + EXTRA_PRIMITIVES, _PRIMITIVE_ACTIONS + EXTRA_ACTIONS
     if experiment == "around_right":
         extra_words, extra_turns = extra_directions(num_extra_directions)
