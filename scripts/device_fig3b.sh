@@ -1,0 +1,52 @@
+#!/bin/bash
+# Fig. 3B at the paper's size on a lent GPU machine, in one call of at most 10 minutes
+# (issue 20, item 9). The machine is bare: its python3 has JAX with CUDA, Equinox, Optax and
+# Orbax; tyro, beartype and this package travel as wheels in .whl/, and the commit as a git
+# bundle in .devgit/ (so that each run's history records the commit it was trained at):
+#
+#   git bundle create .devgit/zoo.bundle HEAD
+#   pip wheel --no-deps --no-build-isolation . -w .whl     # plus tyro, beartype, ... (README)
+#
+# Two sweeps share the GPU, each run in a process of its own (--jobs): the linear hypernetwork
+# with compositional support to LONG steps (seeds 0 1), and the rest of the contrast to SHORT
+# steps (seed 0). Every sweep stops after BUDGET seconds; runs stopped there keep their
+# evaluations (every 1,000 steps) and `zoo report` marks them unfinished. The run directories
+# (checkpoints left out) come back as $OUT/runs.tgz.
+set -u
+LONG=${LONG:-8000}
+SHORT=${SHORT:-3000}
+BUDGET=${BUDGET:-470}
+SWEEP=${SWEEP:-schug2024/fig3b}
+OUT=${OUT:-/tmp/out}
+RUNS=${RUNS:-/tmp/runs}
+CPUS_LONG=${CPUS_LONG:-0-7}
+CPUS_SHORT=${CPUS_SHORT:-8-15}
+mkdir -p "$OUT" "$RUNS"
+
+if compgen -G ".whl/*.whl" > /dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+SRC=$PWD
+if [ -f .devgit/zoo.bundle ] && git clone -q .devgit/zoo.bundle /tmp/zoo-src 2>/dev/null; then
+  SRC=/tmp/zoo-src
+fi
+cd "$SRC" || exit 1
+export PYTHONPATH=$SRC:${PYTHONPATH:-} XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
+git log -1 --oneline 2>/dev/null
+nvidia-smi -L 2>/dev/null
+python3 -c "import jax; print(jax.__version__, jax.devices())" || exit 1
+
+(nvidia-smi dmon -s u -d 15 > "$OUT/dmon.log" 2>&1 &)
+timeout "$BUDGET" taskset -c "$CPUS_LONG" python3 -m runs.cli sweep "$SWEEP" --out "$RUNS/long" \
+  --seeds 0 1 --steps "$LONG" --only linear-hypernet-compositional --jobs 2 --no-progress \
+  > "$OUT/long.log" 2>&1 &
+timeout "$BUDGET" taskset -c "$CPUS_SHORT" python3 -m runs.cli sweep "$SWEEP" --out "$RUNS/short" \
+  --seeds 0 --steps "$SHORT" --only linear-hypernet-non-compositional anil-compositional \
+  anil-non-compositional --jobs 3 --no-progress > "$OUT/short.log" 2>&1 &
+wait
+pkill -f "nvidia-smi dmon" 2>/dev/null
+tar czf "$OUT/runs.tgz" --exclude=checkpoints -C "$RUNS" .
+for log in "$RUNS"/*/logs/*.log; do echo "== $log"; tail -n 3 "$log"; done
+ls -la "$OUT"
