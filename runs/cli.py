@@ -634,10 +634,14 @@ class ReportCommand:
     """Also copy the finished runs, without their checkpoints, and the sweep's record into this
     directory (merging with what it holds) and report it: a small directory to commit, from
     which `zoo report` rebuilds every number."""
+    step: int | None = None
+    """Report every run at this outer step (its evaluation there) rather than at its last:
+    compares runs trained to different lengths at the same point. Recorded in the sweep's
+    directory, so later reports use it too; `--step 0` goes back to each run's last step."""
 
 
 def _report(argv: list[str]) -> int:
-    from .sweeps import SWEEP_FILE, export, report
+    from .sweeps import SWEEP_FILE, export, report, set_report_step
 
     command = tyro.cli(ReportCommand, args=argv, prog="zoo report")
     if not (command.directory / SWEEP_FILE).is_file():
@@ -647,6 +651,11 @@ def _report(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 1
+    if command.step is not None:
+        if command.step < 0:
+            print(f"zoo report: --step must be 0 or more, got {command.step}.", file=sys.stderr)
+            return 1
+        set_report_step(command.directory, command.step or None)
     if command.export is not None:
         try:
             copied = export(command.directory, command.export)

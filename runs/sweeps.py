@@ -315,6 +315,8 @@ def _write_sweep_file(
             )
         seeds_all = sorted(set(old["seeds"]) | set(record["seeds"]))
         record["seeds"] = seeds_all
+        if "report_step" in old:  # set by `zoo report --step`: kept until it is changed there
+            record["report_step"] = old["report_step"]
     atomic_write_text(path, json.dumps(record, indent=2) + "\n")
 
 
@@ -334,13 +336,19 @@ def export(src: Path, dest: Path) -> list[str]:
                 "into another directory."
             )
         record["seeds"] = sorted(set(old["seeds"]) | set(record["seeds"]))
+        if old.get("report_step") != record.get("report_step"):
+            raise ValueError(
+                f"{dest} is reported at step {old.get('report_step')}, {src} at step "
+                f"{record.get('report_step')}; export into another directory."
+            )
     copied = []
     for run in record["runs"]:
         for seed in record["seeds"]:
             directory = run_dir(src, run["label"], seed)
             if not (directory / "config.json").exists():
                 continue
-            if not _is_finished(directory, final_metrics(directory)):
+            step = record.get("report_step")
+            if not _is_finished(directory, final_metrics(directory, step), step):
                 continue  # unfinished: its numbers are not the run's
             target = run_dir(dest, run["label"], seed)
             target.mkdir(parents=True, exist_ok=True)
@@ -355,11 +363,14 @@ def export(src: Path, dest: Path) -> list[str]:
 # --------------------------------------------------------------------------- reporting
 
 
-def final_metrics(directory: Path) -> dict[str, float]:
-    """`{"pool.metric": value}` of the last evaluation of a run (empty if it has none)."""
+def final_metrics(directory: Path, step: int | None = None) -> dict[str, float]:
+    """`{"pool.metric": value}` of the last evaluation of a run, or of its evaluation at `step`
+    (empty if it has none)."""
     from .run import read_metrics
 
     rows = [r for r in read_metrics(directory) if r["pool"] != "train"]
+    if step is not None:
+        rows = [r for r in rows if r["step"] == step]
     if not rows:
         return {}
     last = max(r["step"] for r in rows)
@@ -372,10 +383,12 @@ def final_metrics(directory: Path) -> dict[str, float]:
     return out
 
 
-def _is_finished(directory: Path, found: dict[str, float]) -> bool:
-    """Whether `found`, the run's `final_metrics`, is the evaluation of its last step."""
-    steps = json.loads((directory / "config.json").read_text())["run"]["steps"]
-    return found.get("step") == steps
+def _is_finished(directory: Path, found: dict[str, float], step: int | None = None) -> bool:
+    """Whether `found`, the run's `final_metrics`, is the evaluation of its last step (or, when
+    the sweep is reported at `step`, of that step)."""
+    if step is None:
+        step = json.loads((directory / "config.json").read_text())["run"]["steps"]
+    return found.get("step") == step
 
 
 def _code(directory: Path) -> dict[str, str]:
@@ -412,19 +425,41 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
         writer.writerows(rows)
 
 
+def set_report_step(out: Path, step: int | None) -> None:
+    """Report the sweep in `out` at outer step `step` from now on (None: at each run's last
+    step), recorded in its sweep record so that a later `report(out)`, and `export`, give the
+    same numbers. Reporting at a step compares runs trained to different lengths at the same
+    point: a run evaluated at `step` counts as finished there."""
+    path = out / SWEEP_FILE
+    record = json.loads(path.read_text())
+    if step is None:
+        record.pop("report_step", None)
+    else:
+        record["report_step"] = step
+    atomic_write_text(path, json.dumps(record, indent=2) + "\n")
+
+
+def _at(record: dict) -> str:
+    """`" at step N"` for a sweep reported at a step (`set_report_step`), else empty."""
+    step = record.get("report_step")
+    return f" at step {step:,}" if step is not None else ""
+
+
 def report(out: Path) -> dict[str, Any]:
     """Collect the runs of the sweep in `out` into `results.csv` (every run with an
     evaluation, unfinished ones marked), `summary.csv`, `summary.json` and `figure.png` (finished
-    runs only; all in `out`); returns the summary."""
+    runs only; all in `out`); returns the summary. Each run counts with its last evaluation, or
+    with its evaluation at the sweep's report step where one is set (`set_report_step`)."""
     record = json.loads((out / SWEEP_FILE).read_text())
+    step = record.get("report_step")
     rows = []
     for run in record["runs"]:
         for seed in record["seeds"]:
             directory = run_dir(out, run["label"], seed)
             if (directory / "metrics.jsonl").exists():
-                found = final_metrics(directory)
+                found = final_metrics(directory, step)
                 if found:
-                    finished = _is_finished(directory, found)
+                    finished = _is_finished(directory, found, step)
                     row = {"label": run["label"], "seed": seed, **run["facets"]}
                     rows.append({**row, "finished": finished, **found, **_code(directory)})
     _write_csv(out / "results.csv", rows)
@@ -581,7 +616,9 @@ def _grid_figure(
         ax.set_xlabel(x_facet)
         ax.set_ylabel(hue_facet)
         ax.set_title(metric)
-    fig.suptitle(f"{record['name']}: mean over the finished seeds (n per cell)", fontsize=10)
+    fig.suptitle(
+        f"{record['name']}{_at(record)}: mean over the finished seeds (n per cell)", fontsize=10
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -644,7 +681,10 @@ def _figure(record: dict, summary: list[dict], rows: list[dict], path: Path) -> 
         if metric.endswith((".mse", ".loss")):  # errors differing by orders of magnitude
             ax.set_yscale("log")
         ax.grid(axis="y", alpha=0.3)
-    fig.suptitle(f"{record['name']}: mean and std over the finished seeds (n per bar)", fontsize=10)
+    fig.suptitle(
+        f"{record['name']}{_at(record)}: mean and std over the finished seeds (n per bar)",
+        fontsize=10,
+    )
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)

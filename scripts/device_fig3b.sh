@@ -20,6 +20,8 @@ SWEEP=${SWEEP:-schug2024/fig3b}
 OUT=${OUT:-/tmp/out}
 RUNS=${RUNS:-/tmp/runs}
 CPUS_LONG=${CPUS_LONG:-0-7}
+SEEDS_LONG=${SEEDS_LONG:-0 1}
+SEEDS_SHORT=${SEEDS_SHORT:-0}
 CPUS_SHORT=${CPUS_SHORT:-8-15}
 mkdir -p "$OUT" "$RUNS"
 
@@ -40,10 +42,10 @@ python3 -c "import jax; print(jax.__version__, jax.devices())" || exit 1
 
 (nvidia-smi dmon -s u -d 15 > "$OUT/dmon.log" 2>&1 &)
 timeout "$BUDGET" taskset -c "$CPUS_LONG" python3 -m runs.cli sweep "$SWEEP" --out "$RUNS/long" \
-  --seeds 0 1 --steps "$LONG" --only linear-hypernet-compositional --jobs 2 --no-progress \
+  --seeds $SEEDS_LONG --steps "$LONG" --only linear-hypernet-compositional --jobs ${JOBS_LONG:-2} --no-progress \
   > "$OUT/long.log" 2>&1 &
 timeout "$BUDGET" taskset -c "$CPUS_SHORT" python3 -m runs.cli sweep "$SWEEP" --out "$RUNS/short" \
-  --seeds 0 --steps "$SHORT" --only linear-hypernet-non-compositional anil-compositional \
+  --seeds $SEEDS_SHORT --steps "$SHORT" --only linear-hypernet-non-compositional anil-compositional \
   anil-non-compositional --jobs 3 --no-progress > "$OUT/short.log" 2>&1 &
 wait
 pkill -f "nvidia-smi dmon" 2>/dev/null

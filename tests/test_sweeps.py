@@ -142,6 +142,50 @@ def test_a_sweep_exports_its_finished_runs_without_checkpoints(tmp_path, capsys)
     assert "holds the sweep 'tiny'" in capsys.readouterr().err
 
 
+def test_a_sweep_reported_at_a_step_compares_runs_of_different_lengths_there(tmp_path, capsys):
+    """`zoo report DIR --step N`: every run counts with its evaluation at step N (a longer run
+    cut there, a run that stopped before N left out of the summary); the step is recorded, so a
+    plain `zoo report` and an export give the same numbers, and `--step 0` goes back."""
+    src, dest = tmp_path / "src", tmp_path / "dest"
+    run_sweep(_tiny_sweep(), "tiny", src, seeds=(0,), steps=2, progress=False)
+    run_sweep(_tiny_sweep(), "tiny", src, seeds=(1,), steps=4, only=("comp",), progress=False)
+    run_sweep(_tiny_sweep(), "tiny", src, seeds=(1,), steps=1, only=("noncomp",), progress=False)
+    long_run = src / "comp" / "seed_1"
+    at_2, at_4 = runs.sweeps.final_metrics(long_run, 2), runs.sweeps.final_metrics(long_run)
+    assert (at_2["step"], at_4["step"]) == (2, 4) and at_2["ood.accuracy"] != at_4["ood.accuracy"]
+
+    def table(directory):
+        with open(directory / "results.csv") as f:
+            return {(r["label"], r["seed"]): r for r in csv.DictReader(f)}
+
+    assert main(["report", str(src)]) == 0  # each run at its last step: 4, 2 and 1
+    rows = table(src)
+    assert rows["comp", "1"]["step"] == "4.0" and rows["noncomp", "1"]["step"] == "1.0"
+    assert main(["report", str(src), "--step", "2"]) == 0
+    rows = table(src)
+    assert {k: (r["step"], r["finished"]) for k, r in rows.items()} == {
+        ("comp", "0"): ("2.0", "True"),
+        ("comp", "1"): ("2.0", "True"),
+        ("noncomp", "0"): ("2.0", "True"),
+    }  # the 1-step run has no evaluation at step 2
+    assert float(rows["comp", "1"]["ood.accuracy"]) == pytest.approx(at_2["ood.accuracy"])
+    summary = json.loads((src / "summary.json").read_text())
+    assert {(e["label"], e["n"]) for e in summary if e["metric"] == "ood.accuracy"} == {
+        ("comp", 2),
+        ("noncomp", 1),
+    }
+    assert main(["report", str(src)]) == 0 and table(src) == rows  # the step was recorded
+    assert main(["report", str(src), "--export", str(dest)]) == 0
+    assert table(dest) == rows
+    assert json.loads((dest / "sweep.json").read_text())["report_step"] == 2
+    assert main(["report", str(src), "--step", "0"]) == 0
+    assert table(src)["comp", "1"]["step"] == "4.0"
+    assert main(["report", str(src), "--export", str(dest)]) == 1  # dest is at step 2
+    assert "reported at step 2" in capsys.readouterr().err
+    assert main(["report", str(src), "--step", "-1"]) == 1
+    assert "--step must be 0 or more" in capsys.readouterr().err
+
+
 def test_a_bad_setting_fails_before_any_run(tmp_path):
     sweep = _tiny_sweep()
     bad = dataclasses.replace(sweep.runs[1].config, model_name="no-such-model")
