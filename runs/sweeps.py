@@ -341,13 +341,13 @@ def export(src: Path, dest: Path) -> list[str]:
                 f"{dest} is reported at step {old.get('report_step')}, {src} at step "
                 f"{record.get('report_step')}; export into another directory."
             )
+    step = record.get("report_step")
     copied = []
     for run in record["runs"]:
         for seed in record["seeds"]:
             directory = run_dir(src, run["label"], seed)
             if not (directory / "config.json").exists():
                 continue
-            step = record.get("report_step")
             if not _is_finished(directory, final_metrics(directory, step), step):
                 continue  # unfinished: its numbers are not the run's
             target = run_dir(dest, run["label"], seed)

@@ -8,8 +8,9 @@
 #   pip wheel --no-deps --no-build-isolation . -w .whl     # plus tyro, beartype, ... (README)
 #
 # Two sweeps share the GPU, each run in a process of its own (--jobs): the linear hypernetwork
-# with compositional support to LONG steps (seeds 0 1), and the rest of the contrast to SHORT
-# steps (seed 0). Every sweep stops after BUDGET seconds; runs stopped there keep their
+# with compositional support to LONG steps (SEEDS_LONG, default 0 1, JOBS_LONG at once), and
+# the rest of the contrast to SHORT steps (SEEDS_SHORT, default 0). Each call starts from fresh
+# directories (a warm machine keeps /tmp), so a sweep never mixes runs of different lengths. Every sweep stops after BUDGET seconds; runs stopped there keep their
 # evaluations (every 1,000 steps) and `zoo report` marks them unfinished. The run directories
 # (checkpoints left out) come back as $OUT/runs.tgz.
 set -u
@@ -22,7 +23,9 @@ RUNS=${RUNS:-/tmp/runs}
 CPUS_LONG=${CPUS_LONG:-0-7}
 SEEDS_LONG=${SEEDS_LONG:-0 1}
 SEEDS_SHORT=${SEEDS_SHORT:-0}
+JOBS_LONG=${JOBS_LONG:-2}
 CPUS_SHORT=${CPUS_SHORT:-8-15}
+rm -rf "$RUNS" /tmp/zoo-src
 mkdir -p "$OUT" "$RUNS"
 
 if compgen -G ".whl/*.whl" > /dev/null; then
@@ -42,7 +45,7 @@ python3 -c "import jax; print(jax.__version__, jax.devices())" || exit 1
 
 (nvidia-smi dmon -s u -d 15 > "$OUT/dmon.log" 2>&1 &)
 timeout "$BUDGET" taskset -c "$CPUS_LONG" python3 -m runs.cli sweep "$SWEEP" --out "$RUNS/long" \
-  --seeds $SEEDS_LONG --steps "$LONG" --only linear-hypernet-compositional --jobs ${JOBS_LONG:-2} --no-progress \
+  --seeds $SEEDS_LONG --steps "$LONG" --only linear-hypernet-compositional --jobs "$JOBS_LONG" --no-progress \
   > "$OUT/long.log" 2>&1 &
 timeout "$BUDGET" taskset -c "$CPUS_SHORT" python3 -m runs.cli sweep "$SWEEP" --out "$RUNS/short" \
   --seeds $SEEDS_SHORT --steps "$SHORT" --only linear-hypernet-non-compositional anil-compositional \
