@@ -9,8 +9,9 @@
 #
 # Two sweeps share the GPU, each run in a process of its own (--jobs): the linear hypernetwork
 # with compositional support to LONG steps (SEEDS_LONG, default 0 1, JOBS_LONG at once), and
-# the rest of the contrast to SHORT steps (SEEDS_SHORT, default 0). Each call starts from fresh
-# directories (a warm machine keeps /tmp), so a sweep never mixes runs of different lengths. Every sweep stops after BUDGET seconds; runs stopped there keep their
+# the rest of the contrast to SHORT steps (SEEDS_SHORT, default 0). Each call trains and clones
+# into fresh temporary directories (a warm machine keeps /tmp), so a sweep never mixes runs of
+# different lengths. Every sweep stops after BUDGET seconds; runs stopped there keep their
 # evaluations (every 1,000 steps) and `zoo report` marks them unfinished. The run directories
 # (checkpoints left out) come back as $OUT/runs.tgz.
 set -u
@@ -19,14 +20,13 @@ SHORT=${SHORT:-3000}
 BUDGET=${BUDGET:-470}
 SWEEP=${SWEEP:-schug2024/fig3b}
 OUT=${OUT:-/tmp/out}
-RUNS=${RUNS:-/tmp/runs}
 CPUS_LONG=${CPUS_LONG:-0-7}
 SEEDS_LONG=${SEEDS_LONG:-0 1}
 SEEDS_SHORT=${SEEDS_SHORT:-0}
 JOBS_LONG=${JOBS_LONG:-2}
 CPUS_SHORT=${CPUS_SHORT:-8-15}
-rm -rf "$RUNS" /tmp/zoo-src
-mkdir -p "$OUT" "$RUNS"
+RUNS=$(mktemp -d /tmp/runs.XXXXXX)
+mkdir -p "$OUT"
 
 if compgen -G ".whl/*.whl" > /dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -34,8 +34,9 @@ if compgen -G ".whl/*.whl" > /dev/null; then
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 SRC=$PWD
-if [ -f .devgit/zoo.bundle ] && git clone -q .devgit/zoo.bundle /tmp/zoo-src 2>/dev/null; then
-  SRC=/tmp/zoo-src
+CLONE=$(mktemp -d /tmp/zoo-src.XXXXXX)
+if [ -f .devgit/zoo.bundle ] && git clone -q .devgit/zoo.bundle "$CLONE" 2>/dev/null; then
+  SRC=$CLONE
 fi
 cd "$SRC" || exit 1
 export PYTHONPATH=$SRC:${PYTHONPATH:-} XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
@@ -45,8 +46,8 @@ python3 -c "import jax; print(jax.__version__, jax.devices())" || exit 1
 
 (nvidia-smi dmon -s u -d 15 > "$OUT/dmon.log" 2>&1 &)
 timeout "$BUDGET" taskset -c "$CPUS_LONG" python3 -m runs.cli sweep "$SWEEP" --out "$RUNS/long" \
-  --seeds $SEEDS_LONG --steps "$LONG" --only linear-hypernet-compositional --jobs "$JOBS_LONG" --no-progress \
-  > "$OUT/long.log" 2>&1 &
+  --seeds $SEEDS_LONG --steps "$LONG" --only linear-hypernet-compositional --jobs "$JOBS_LONG" \
+  --no-progress > "$OUT/long.log" 2>&1 &
 timeout "$BUDGET" taskset -c "$CPUS_SHORT" python3 -m runs.cli sweep "$SWEEP" --out "$RUNS/short" \
   --seeds $SEEDS_SHORT --steps "$SHORT" --only linear-hypernet-non-compositional anil-compositional \
   anil-non-compositional --jobs 3 --no-progress > "$OUT/short.log" 2>&1 &
