@@ -44,6 +44,22 @@ class SweepRun:
 
 
 @dataclasses.dataclass(frozen=True)
+class Select:
+    """Report one run of each group of runs that differ only in `facet` (a setting tuned per
+    configuration, e.g. the learning rate, as papers pick the best of a few per cell): the one
+    whose mean `metric` over its finished seeds is best. The same run is chosen for every seed.
+    Choose on an in-distribution metric (e.g. `test.loss`), so that the reported numbers (e.g.
+    OOD accuracy) are not the ones that chose."""
+
+    facet: str
+    """The facet the runs of a group differ in, e.g. `"lr"`."""
+    metric: str
+    """`pool.metric` of the last evaluation that chooses, e.g. `test.loss`."""
+    maximize: bool = False
+    """Whether higher `metric` is better (`False`: lower, as for a loss)."""
+
+
+@dataclasses.dataclass(frozen=True)
 class Sweep:
     """A grid of runs and what to report of them."""
 
@@ -67,6 +83,39 @@ class Sweep:
     e.g. `"split_seed"`: that field): for tasks that take their fixed structure from their own
     settings rather than the run's key (the compositional goals' mazes and split, the
     hyperteacher's split), so that the seeds vary it as the authors' run seed did."""
+    select: Select | None = None
+    """Report only the best run of each group differing in one facet (see `Select`);
+    `results.csv` keeps every run, marked `selected` or not."""
+
+    def __post_init__(self):
+        if self.select is None:
+            return
+        facet = self.select.facet
+        lacking = [r.label for r in self.runs if facet not in r.facets]
+        if lacking:
+            raise ValueError(
+                f"Sweep selects over the facet {facet!r}, which runs {lacking} do not have; "
+                "give every run that facet."
+            )
+        if facet in (self.x, self.hue):
+            raise ValueError(
+                f"Sweep selects over the facet {facet!r} and also plots it; plot other facets."
+            )
+        groups: dict[tuple, list[str]] = {}
+        for r in self.runs:
+            groups.setdefault(_group(r.facets, facet), []).append(r.facets[facet])
+        repeated = {k: v for k, v in groups.items() if len(set(v)) < len(v)}
+        if repeated:
+            raise ValueError(
+                f"Sweep selects over {facet!r}, but some runs share every facet including it: "
+                f"{repeated}; give them facets that tell them apart."
+            )
+
+
+def _group(facets: dict[str, str], facet: str) -> tuple[tuple[str, str], ...]:
+    """The facets of a run other than `facet`: runs with the same are one group of a
+    selection."""
+    return tuple(sorted((k, v) for k, v in facets.items() if k != facet))
 
 
 # --------------------------------------------------------------------------- running
@@ -301,6 +350,7 @@ def _write_sweep_file(
         "x": sweep.x,
         "hue": sweep.hue,
         "plot": sweep.plot,
+        "select": dataclasses.asdict(sweep.select) if sweep.select else None,
         "paper": sweep.paper,
         "runs": [
             {"label": r.label, "facets": r.facets, "config": to_dict(r.config)} for r in sweep.runs
@@ -462,10 +512,16 @@ def report(out: Path) -> dict[str, Any]:
                     finished = _is_finished(directory, found, step)
                     row = {"label": run["label"], "seed": seed, **run["facets"]}
                     rows.append({**row, "finished": finished, **found, **_code(directory)})
+    chosen = _select(record, rows)
+    if chosen is not None:
+        for row in rows:
+            row["selected"] = row["label"] in chosen
     _write_csv(out / "results.csv", rows)
 
     summary = []
     for run in record["runs"]:
+        if chosen is not None and run["label"] not in chosen:
+            continue
         mine = [r for r in rows if r["label"] == run["label"] and r["finished"]]
         for metric in record["metrics"]:
             values = [r[metric] for r in mine if metric in r]
@@ -476,6 +532,8 @@ def report(out: Path) -> dict[str, Any]:
             entry |= {"mean": mean, "std": std, "n": len(values)}
             paper = record["paper"].get(run["label"], {}).get(metric)
             entry["paper"] = paper if paper is not None else ""
+            if chosen is not None:
+                entry["selection"] = chosen[run["label"]]
             summary.append(entry)
     _write_csv(out / "summary.csv", summary)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -485,6 +543,46 @@ def report(out: Path) -> dict[str, Any]:
         _figure(record, summary, rows, out / "figure.png")
     _curves(record, out)
     return {"runs": rows, "summary": summary}
+
+
+def _select(record: dict, rows: list[dict]) -> dict[str, str] | None:
+    """For a sweep with a `Select` (None without one): the label of the run chosen in each group,
+    mapped to how it was chosen, e.g. `"lowest test.loss (mean of seeds 0, 1, 2) of 3/3 lr"`
+    (runs of the group with finished seeds / runs in the group). The runs are compared on the
+    seeds finished in all of them (where they share none, each on its own); a group none of
+    whose runs has finished has none."""
+    select = record.get("select")
+    if not select:
+        return None
+    facet, metric, sign = select["facet"], select["metric"], 1 if select["maximize"] else -1
+    groups: dict[tuple, list[str]] = {}
+    for run in record["runs"]:
+        groups.setdefault(_group(run["facets"], facet), []).append(run["label"])
+    chosen = {}
+    for labels in groups.values():
+        found = {}  # label: {seed: value} of its finished seeds
+        for label in labels:
+            values = {
+                r["seed"]: r[metric]
+                for r in rows
+                if r["label"] == label and r["finished"] and metric in r
+            }
+            if values:
+                found[label] = values
+        if not found:
+            continue
+        shared = set.intersection(*(set(v) for v in found.values()))
+        scores = {}
+        for label, values in found.items():
+            kept = [v for seed, v in values.items() if seed in shared or not shared]
+            scores[label] = sign * sum(kept) / len(kept)
+        best = max(scores, key=lambda label: scores[label])
+        seeds = ", ".join(str(s) for s in sorted(shared)) if shared else "each run's own"
+        how = "highest" if select["maximize"] else "lowest"
+        chosen[best] = (
+            f"{how} {metric} (mean of seeds {seeds}) of {len(found)}/{len(labels)} {facet}"
+        )
+    return chosen
 
 
 def _curves(record: dict, out: Path) -> list[tuple[str | None, str]]:
@@ -571,6 +669,15 @@ def _curves(record: dict, out: Path) -> list[tuple[str | None, str]]:
     return [(group, metric) for group in groups for metric in metrics]
 
 
+def _selected(record: dict) -> str:
+    """For a sweep with a `Select`: a line on what each bar or cell is, for a figure's title."""
+    select = record.get("select")
+    if not select:
+        return ""
+    best = "highest" if select["maximize"] else "lowest"
+    return f"\neach the {select['facet']} with the {best} mean {select['metric']}"
+
+
 def _grid_figure(
     record: dict, summary: list[dict], path: Path
 ) -> dict[str, Float[np.ndarray, "hue x"]]:
@@ -594,10 +701,13 @@ def _grid_figure(
     for ax, metric in zip(axes, metrics, strict=True):
         grid = np.full((len(hues), len(xs)), np.nan)
         counts = np.zeros((len(hues), len(xs)), int)
+        chosen = [[""] * len(xs) for _ in hues]  # the selected facet's value, where selected
         for e in summary:
             if e["metric"] == metric:
                 i, j = hues.index(e[hue_facet]), xs.index(e[x_facet])
                 grid[i, j], counts[i, j] = e["mean"], e["n"]
+                if record.get("select"):
+                    chosen[i][j] = "\n" + e[record["select"]["facet"]]
         maps[metric] = grid
         log = metric.endswith((".mse", ".loss")) and np.nanmin(grid) > 0
         shown = np.log10(grid) if log else grid
@@ -608,7 +718,7 @@ def _grid_figure(
             for j in range(len(xs)):
                 if counts[i, j]:  # dark text on the bright cells
                     bright = (shown[i, j] - low) > 0.6 * (high - low)
-                    text = f"{grid[i, j]:.3g}\nn={counts[i, j]}"
+                    text = f"{grid[i, j]:.3g}\nn={counts[i, j]}" + chosen[i][j]
                     color = "k" if bright else "w"
                     ax.text(j, i, text, ha="center", va="center", fontsize=7, color=color)
         ax.set_xticks(range(len(xs)), xs, rotation=20, ha="right")
@@ -617,7 +727,9 @@ def _grid_figure(
         ax.set_ylabel(hue_facet)
         ax.set_title(metric)
     fig.suptitle(
-        f"{record['name']}{_at(record)}: mean over the finished seeds (n per cell)", fontsize=10
+        f"{record['name']}{_at(record)}: mean over the finished seeds (n per cell)"
+        + _selected(record),
+        fontsize=10,
     )
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -682,7 +794,8 @@ def _figure(record: dict, summary: list[dict], rows: list[dict], path: Path) -> 
             ax.set_yscale("log")
         ax.grid(axis="y", alpha=0.3)
     fig.suptitle(
-        f"{record['name']}{_at(record)}: mean and std over the finished seeds (n per bar)",
+        f"{record['name']}{_at(record)}: mean and std over the finished seeds (n per bar)"
+        + _selected(record),
         fontsize=10,
     )
     handles, labels = axes[0].get_legend_handles_labels()

@@ -13,7 +13,7 @@ from conftest import make_tiny_config
 import runs.presets
 import runs.sweeps
 from runs.cli import main
-from runs.sweeps import Sweep, SweepRun, plan, report, run_sweep
+from runs.sweeps import Select, Sweep, SweepRun, plan, report, run_sweep
 
 
 def _tiny_sweep() -> Sweep:
@@ -396,3 +396,99 @@ def test_a_grid_sweep_is_drawn_as_heat_maps(tmp_path):
     )
     assert maps["identification.alignment"][0, 2] == pytest.approx(1.4)
     assert runs.presets.SWEEPS["schug2024/fig2d-grid-cpu"].plot == "grid"
+
+
+def _write_runs(out, runs, values, steps=4):
+    """Fake finished run directories: `values[label]` is one `{metric: value}` per seed."""
+    for run in runs:
+        for seed, metrics in enumerate(values[run["label"]]):
+            directory = out / run["label"] / f"seed_{seed}"
+            directory.mkdir(parents=True)
+            (directory / "config.json").write_text(json.dumps({"run": {"steps": steps}}))
+            rows = {}
+            for name, value in metrics.items():
+                pool, metric = name.split(".")
+                rows.setdefault(pool, {"step": steps, "pool": pool})[metric] = value
+            lines = "".join(json.dumps(r) + "\n" for r in rows.values())
+            (directory / "metrics.jsonl").write_text(lines)
+
+
+def test_a_selecting_sweep_reports_the_best_rate_of_each_cell(tmp_path):
+    """With `select`, each group of runs differing only in the learning rate reports the rate
+    of lowest mean test loss (the same for every seed, whatever the OOD numbers), compared on
+    the seeds finished in all of the group's runs; results.csv keeps every run, marked."""
+    runs = [
+        {"label": f"h{h}-lr{lr}", "facets": {"hidden": f"h{h}", "lr": f"lr {lr}"}, "config": {}}
+        for h in (1, 2)
+        for lr in ("a", "b", "c")
+    ]
+    # h1: b has seed 0 only, so the rates are compared on seed 0 (b 0.6 < c 0.7), although c
+    # has the lower mean over its own two seeds (0.55)
+    test_loss = {"h1": {"a": (1.0, 1.0), "b": (0.6,), "c": (0.7, 0.4)}}
+    test_loss["h2"] = {"a": (0.1, 0.1), "b": (0.9, 0.9)}  # c unfinished: no metrics
+    values = {
+        f"{h}-lr{lr}": [{"test.loss": loss, "ood.accuracy": 10 * loss} for loss in test_loss[h][lr]]
+        for h in test_loss
+        for lr in test_loss[h]
+    }
+    values["h2-lrc"] = []
+    _write_runs(tmp_path, runs, values)
+    record = {
+        "name": "test/select",
+        "description": "lr per cell",
+        "runs": runs,
+        "metrics": ["ood.accuracy"],
+        "x": "hidden",
+        "hue": None,
+        "paper": {},
+        "seeds": [0, 1],
+        "select": {"facet": "lr", "metric": "test.loss", "maximize": False},
+    }
+    (tmp_path / "sweep.json").write_text(json.dumps(record))
+    summary = report(tmp_path)["summary"]
+    assert [(e["label"], e["lr"], e["selection"]) for e in summary] == [
+        ("h1-lrb", "lr b", "lowest test.loss (mean of seeds 0) of 3/3 lr"),
+        ("h2-lra", "lr a", "lowest test.loss (mean of seeds 0, 1) of 2/3 lr"),
+    ]
+    assert summary[0]["mean"] == pytest.approx(6.0) and summary[0]["n"] == 1
+    assert summary[1]["mean"] == pytest.approx(1.0) and summary[1]["n"] == 2
+    with open(tmp_path / "results.csv") as f:
+        selected = {(r["label"], r["seed"]): r["selected"] for r in csv.DictReader(f)}
+    assert selected[("h1-lrb", "0")] == "True" and selected[("h1-lrc", "1")] == "False"
+    assert len(selected) == 9
+
+    record["select"]["maximize"] = True  # highest test loss: the other end
+    (tmp_path / "sweep.json").write_text(json.dumps(record))
+    assert [e["label"] for e in report(tmp_path)["summary"]] == ["h1-lra", "h2-lrb"]
+
+
+def test_a_selection_the_runs_cannot_make_is_an_error():
+    base = make_tiny_config(steps=2, eval_every=2)
+    run = SweepRun("a", base, {"support": "compositional"})
+    with pytest.raises(ValueError, match="facet 'lr', which runs \\['a'\\] do not have"):
+        Sweep("s", (run,), ("ood.accuracy",), x="support", select=Select("lr", "test.loss"))
+    twin = SweepRun("b", base, {"support": "compositional", "lr": "lr 1"})
+    with pytest.raises(ValueError, match="share every facet"):
+        Sweep(
+            "s",
+            (dataclasses.replace(twin, label="a"), twin),
+            ("ood.accuracy",),
+            x="support",
+            select=Select("lr", "test.loss"),
+        )
+    with pytest.raises(ValueError, match="also plots it"):
+        Sweep("s", (twin,), ("ood.accuracy",), x="lr", select=Select("lr", "test.loss"))
+
+
+def test_fig3f_with_rates_reuses_the_single_rate_runs():
+    """`schug2024/fig3f-lr-cpu` is `fig3f-cpu` at each of the authors' three outer rates: its
+    1e-3 runs are `fig3f-cpu`'s (same configs), so those can be copied in, not re-run."""
+    single = {r.label: r for r in runs.presets.SWEEPS["schug2024/fig3f-cpu"].runs}
+    tuned = runs.presets.SWEEPS["schug2024/fig3f-lr-cpu"]
+    assert len(tuned.runs) == 3 * len(single)
+    for label, run in single.items():
+        assert (
+            tuned.runs[[r.label for r in tuned.runs].index(f"{label}-lr0.001")].config == run.config
+        )
+    assert {r.config.outer.lr for r in tuned.runs} == {3e-4, 1e-3, 3e-3}
+    assert tuned.select == Select("lr", "test.loss")
