@@ -726,7 +726,7 @@ def _fig2d_grid(cpu: bool = True) -> Sweep:
         metrics=("identification.alignment", "ood.mse"),
         x="hidden",
         hue="modules",
-        plot="grid" if cpu else "bars",
+        plot="grid",
     )
 
 
@@ -910,7 +910,7 @@ def _fig3f(cpu: bool = True, tune_lr: bool = False) -> Sweep:
         metrics=("ood.accuracy", "test.accuracy"),
         x="hidden",
         hue="templates",
-        plot="grid" if cpu else "bars",
+        plot="grid",
         seed_task="split_seed",
         select=None if lrs == (None,) else Select("lr", "test.loss"),
     )

@@ -678,12 +678,31 @@ def _selected(record: dict) -> str:
     return f"\neach the {select['facet']} with the {best} mean {select['metric']}"
 
 
+def _panels(record: dict) -> list[dict[str, str]]:
+    """The facets drawn in no other way (not `x`, `hue` or the selected facet), one dict per
+    combination of their values in the sweep's order: a row of panels each (`[{}]`, one row,
+    for sweeps with no such facet). Without rows, runs differing only in those would be drawn
+    over one another."""
+    drawn = {record["x"], record["hue"], (record.get("select") or {}).get("facet")}
+    panels: list[dict[str, str]] = []
+    for run in record["runs"]:
+        panel = {k: v for k, v in run["facets"].items() if k not in drawn}
+        if panel not in panels:
+            panels.append(panel)
+    return panels
+
+
+def _in(entry: dict, panel: dict[str, str]) -> bool:
+    return all(entry.get(k) == v for k, v in panel.items())
+
+
 def _grid_figure(
     record: dict, summary: list[dict], path: Path
 ) -> dict[str, Float[np.ndarray, "hue x"]]:
     """A heat map per metric of the mean over seeds: the `x` facet across, the `hue` facet
-    down, each cell annotated with its mean and n. Returns the maps (NaN where no run
-    finished)."""
+    down, each cell annotated with its mean and n (a row of maps per combination of the other
+    facets, `_panels`). Returns the maps (NaN where no run finished), keyed by metric, or by
+    `"metric (facet values)"` where there are several rows."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -693,39 +712,50 @@ def _grid_figure(
     x_facet, hue_facet = record["x"], record["hue"]
     xs = list(dict.fromkeys(r["facets"][x_facet] for r in record["runs"]))
     hues = list(dict.fromkeys(r["facets"][hue_facet] for r in record["runs"]))
+    panels = _panels(record)
     fig, axes = plt.subplots(
-        1, len(metrics), figsize=(1.5 + (1.0 + 0.9 * len(xs)) * len(metrics), 1.5 + 0.6 * len(hues))
+        len(panels),
+        len(metrics),
+        figsize=(
+            1.5 + (1.0 + 0.9 * len(xs)) * len(metrics),
+            (1.0 + 0.6 * len(hues)) * len(panels) + 0.5,
+        ),
+        squeeze=False,
     )
-    axes = [axes] if len(metrics) == 1 else list(axes)
     maps = {}
-    for ax, metric in zip(axes, metrics, strict=True):
-        grid = np.full((len(hues), len(xs)), np.nan)
-        counts = np.zeros((len(hues), len(xs)), int)
-        chosen = [[""] * len(xs) for _ in hues]  # the selected facet's value, where selected
-        for e in summary:
-            if e["metric"] == metric:
-                i, j = hues.index(e[hue_facet]), xs.index(e[x_facet])
-                grid[i, j], counts[i, j] = e["mean"], e["n"]
-                if record.get("select"):
-                    chosen[i][j] = "\n" + e[record["select"]["facet"]]
-        maps[metric] = grid
-        log = metric.endswith((".mse", ".loss")) and np.nanmin(grid) > 0
-        shown = np.log10(grid) if log else grid
-        image = ax.imshow(shown, cmap="viridis", aspect="auto")
-        fig.colorbar(image, ax=ax, label=f"log10 {metric}" if log else metric)
-        low, high = np.nanmin(shown), np.nanmax(shown)
-        for i in range(len(hues)):
-            for j in range(len(xs)):
-                if counts[i, j]:  # dark text on the bright cells
-                    bright = (shown[i, j] - low) > 0.6 * (high - low)
-                    text = f"{grid[i, j]:.3g}\nn={counts[i, j]}" + chosen[i][j]
-                    color = "k" if bright else "w"
-                    ax.text(j, i, text, ha="center", va="center", fontsize=7, color=color)
-        ax.set_xticks(range(len(xs)), xs, rotation=20, ha="right")
-        ax.set_yticks(range(len(hues)), hues)
-        ax.set_xlabel(x_facet)
-        ax.set_ylabel(hue_facet)
-        ax.set_title(metric)
+    for row, panel in enumerate(panels):
+        name = ", ".join(panel.values())
+        for ax, metric in zip(axes[row], metrics, strict=True):
+            grid = np.full((len(hues), len(xs)), np.nan)
+            counts = np.zeros((len(hues), len(xs)), int)
+            chosen = [[""] * len(xs) for _ in hues]  # the selected facet's value, where selected
+            for e in summary:
+                if e["metric"] == metric and _in(e, panel):
+                    i, j = hues.index(e[hue_facet]), xs.index(e[x_facet])
+                    grid[i, j], counts[i, j] = e["mean"], e["n"]
+                    if record.get("select"):
+                        chosen[i][j] = "\n" + e[record["select"]["facet"]]
+            maps[f"{metric} ({name})" if name else metric] = grid
+            if not counts.any():
+                ax.set_axis_off()
+                continue
+            log = metric.endswith((".mse", ".loss")) and np.nanmin(grid) > 0
+            shown = np.log10(grid) if log else grid
+            image = ax.imshow(shown, cmap="viridis", aspect="auto")
+            fig.colorbar(image, ax=ax, label=f"log10 {metric}" if log else metric)
+            low, high = np.nanmin(shown), np.nanmax(shown)
+            for i in range(len(hues)):
+                for j in range(len(xs)):
+                    if counts[i, j]:  # dark text on the bright cells
+                        bright = (shown[i, j] - low) > 0.6 * (high - low)
+                        text = f"{grid[i, j]:.3g}\nn={counts[i, j]}" + chosen[i][j]
+                        color = "k" if bright else "w"
+                        ax.text(j, i, text, ha="center", va="center", fontsize=7, color=color)
+            ax.set_xticks(range(len(xs)), xs, rotation=20, ha="right")
+            ax.set_yticks(range(len(hues)), hues)
+            ax.set_xlabel(x_facet)
+            ax.set_ylabel(hue_facet)
+            ax.set_title(f"{metric}\n{name}" if name else metric, fontsize=9)
     fig.suptitle(
         f"{record['name']}{_at(record)}: mean over the finished seeds (n per cell)"
         + _selected(record),
@@ -739,7 +769,8 @@ def _grid_figure(
 
 def _figure(record: dict, summary: list[dict], rows: list[dict], path: Path) -> None:
     """Bars of the mean over seeds with their standard deviation, a dot per seed, and the
-    paper's values as black marks."""
+    paper's values as black marks (a row of panels per combination of the facets other than
+    `x` and `hue`, `_panels`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -749,56 +780,65 @@ def _figure(record: dict, summary: list[dict], rows: list[dict], path: Path) -> 
     x_facet, hue_facet = record["x"], record["hue"]
     xs = list(dict.fromkeys(r["facets"][x_facet] for r in record["runs"]))
     hues = list(dict.fromkeys(r["facets"].get(hue_facet, "") for r in record["runs"]))
-    fig, axes = plt.subplots(1, len(metrics), figsize=(1.5 + 1.3 * len(xs) * len(metrics), 3.8))
-    axes = [axes] if len(metrics) == 1 else list(axes)
+    panels = _panels(record)
+    fig, axes = plt.subplots(
+        len(panels),
+        len(metrics),
+        figsize=(1.5 + 1.3 * len(xs) * len(metrics), 3.4 * len(panels) + 0.4),
+        squeeze=False,
+    )
     width = 0.8 / len(hues)
     colors = plt.get_cmap("tab10").colors  # pyright: ignore[reportAttributeAccessIssue]
-    for ax, metric in zip(axes, metrics, strict=True):
-        for h, hue in enumerate(hues):
-            for i, x in enumerate(xs):
-                found = [
-                    e
-                    for e in summary
-                    if e["metric"] == metric
-                    and e[x_facet] == x
-                    and (hue_facet is None or e.get(hue_facet) == hue)
-                ]
-                if not found:
-                    continue
-                e = found[0]
-                pos = i - 0.4 + width * (h + 0.5)
-                label = hue if (i == 0 and hue_facet and ax is axes[0]) else None
-                ax.bar(pos, e["mean"], width, yerr=e["std"], color=colors[h % 10], label=label)
-                seeds = [
-                    r[metric]
-                    for r in rows
-                    if r["label"] == e["label"] and r["finished"] and metric in r
-                ]
-                ax.plot([pos] * len(seeds), seeds, "o", color="0.2", markersize=3, alpha=0.7)
-                ax.annotate(
-                    f"n={e['n']}",
-                    (pos, 0),
-                    xycoords=("data", "axes fraction"),
-                    xytext=(0, 2),
-                    textcoords="offset points",
-                    ha="center",
-                    fontsize=6,
-                    color="0.3",
-                )
-                if e["paper"] != "":
-                    paper_label = "paper" if (ax is axes[0] and h == 0 and i == 0) else None
-                    ax.plot(pos, e["paper"], "k_", markersize=14, mew=2, label=paper_label)
-        ax.set_xticks(range(len(xs)), xs, rotation=20, ha="right")
-        ax.set_title(metric)
-        if metric.endswith((".mse", ".loss")):  # errors differing by orders of magnitude
-            ax.set_yscale("log")
-        ax.grid(axis="y", alpha=0.3)
+    first = axes[0][0]
+    for row, panel in enumerate(panels):
+        name = ", ".join(panel.values())
+        for ax, metric in zip(axes[row], metrics, strict=True):
+            for h, hue in enumerate(hues):
+                for i, x in enumerate(xs):
+                    found = [
+                        e
+                        for e in summary
+                        if e["metric"] == metric
+                        and e[x_facet] == x
+                        and (hue_facet is None or e.get(hue_facet) == hue)
+                        and _in(e, panel)
+                    ]
+                    if not found:
+                        continue
+                    e = found[0]
+                    pos = i - 0.4 + width * (h + 0.5)
+                    label = hue if (i == 0 and hue_facet and ax is first) else None
+                    ax.bar(pos, e["mean"], width, yerr=e["std"], color=colors[h % 10], label=label)
+                    seeds = [
+                        r[metric]
+                        for r in rows
+                        if r["label"] == e["label"] and r["finished"] and metric in r
+                    ]
+                    ax.plot([pos] * len(seeds), seeds, "o", color="0.2", markersize=3, alpha=0.7)
+                    ax.annotate(
+                        f"n={e['n']}",
+                        (pos, 0),
+                        xycoords=("data", "axes fraction"),
+                        xytext=(0, 2),
+                        textcoords="offset points",
+                        ha="center",
+                        fontsize=6,
+                        color="0.3",
+                    )
+                    if e["paper"] != "":
+                        paper_label = "paper" if (ax is first and h == 0 and i == 0) else None
+                        ax.plot(pos, e["paper"], "k_", markersize=14, mew=2, label=paper_label)
+            ax.set_xticks(range(len(xs)), xs, rotation=20, ha="right")
+            ax.set_title(f"{metric}\n{name}" if name else metric, fontsize=9)
+            if metric.endswith((".mse", ".loss")):  # errors differing by orders of magnitude
+                ax.set_yscale("log")
+            ax.grid(axis="y", alpha=0.3)
     fig.suptitle(
         f"{record['name']}{_at(record)}: mean and std over the finished seeds (n per bar)"
         + _selected(record),
         fontsize=10,
     )
-    handles, labels = axes[0].get_legend_handles_labels()
+    handles, labels = first.get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.08 if handles else 0, 1, 1))

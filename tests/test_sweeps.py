@@ -492,3 +492,37 @@ def test_fig3f_with_rates_reuses_the_single_rate_runs():
         )
     assert {r.config.outer.lr for r in tuned.runs} == {3e-4, 1e-3, 3e-3}
     assert tuned.select == Select("lr", "test.loss")
+
+
+def test_facets_neither_plotted_nor_selected_get_a_row_of_panels_each(tmp_path):
+    """Runs differing in a facet that is neither `x` nor `hue` (e.g. the kind of codes) are
+    drawn in a row of their own, not over one another; the paper-size sweeps that cross more
+    than two settings rely on it."""
+    record = {
+        "name": "test/panels",
+        "metrics": ["ood.mse"],
+        "x": "hidden",
+        "hue": "modules",
+        "runs": [
+            {"label": f"{c}-h{h}-m1", "facets": {"hidden": f"x{h}", "modules": "x1", "codes": c}}
+            for c in ("discrete", "continuous")
+            for h in (1, 2)
+        ],
+    }
+    summary = []
+    for run in record["runs"]:  # continuous twice discrete; hidden x2 twice x1
+        facets = run["facets"]
+        mean = (1.0 if facets["codes"] == "discrete" else 2.0) * (
+            2 if facets["hidden"] == "x2" else 1
+        )
+        summary.append({**facets, "label": run["label"], "metric": "ood.mse", "mean": mean})
+        summary[-1] |= {"std": 0.0, "n": 1, "paper": ""}
+    maps = runs.sweeps._grid_figure(record, summary, tmp_path / "grid.png")
+    assert set(maps) == {"ood.mse (discrete)", "ood.mse (continuous)"}
+    np.testing.assert_allclose(maps["ood.mse (discrete)"], [[1.0, 2.0]])
+    np.testing.assert_allclose(maps["ood.mse (continuous)"], [[2.0, 4.0]])
+    rows = [{"label": e["label"], "finished": True, "ood.mse": e["mean"]} for e in summary]
+    runs.sweeps._figure(record, summary, rows, tmp_path / "bars.png")
+    assert (tmp_path / "bars.png").stat().st_size > 1000
+    for name in ("schug2024/fig2d-grid", "schug2024/fig3f"):  # crossed: heat maps, by row
+        assert runs.presets.SWEEPS[name].plot == "grid"
