@@ -526,3 +526,17 @@ def test_facets_neither_plotted_nor_selected_get_a_row_of_panels_each(tmp_path):
     assert (tmp_path / "bars.png").stat().st_size > 1000
     for name in ("schug2024/fig2d-grid", "schug2024/fig3f"):  # crossed: heat maps, by row
         assert runs.presets.SWEEPS[name].plot == "grid"
+
+
+def test_fig2d_against_weight_decay_reuses_the_runs_at_zero():
+    """`schug2024/fig2d-wd-cpu` is `fig2d-cpu`'s discrete students at the authors' four weight
+    decays; its runs at 0 are `fig2d-cpu`'s (same configs), so those can be copied in."""
+    single = {r.label: r for r in runs.presets.SWEEPS["schug2024/fig2d-cpu"].runs}
+    decays = {r.label: r for r in runs.presets.SWEEPS["schug2024/fig2d-wd-cpu"].runs}
+    for ratio in (1, 2, 4, 8):
+        assert decays[f"discrete-x{ratio}-wd0"].config == single[f"discrete-x{ratio}"].config
+        weight_decays = {
+            decays[f"discrete-x{ratio}-wd{d}"].config.outer.weight_decay
+            for d in ("1e-05", "0.0001", "0.001")
+        }
+        assert weight_decays == {1e-5, 1e-4, 1e-3}
