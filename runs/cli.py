@@ -587,6 +587,10 @@ class SweepCommand:
     jobs: int = 1
     """Runs trained at once, each in a process of its own pinned to its share of the CPU cores
     (logs in DIR/logs/); the default trains them one after another in this process."""
+    reuse: tuple[Path, ...] = ()
+    """Other sweep directories whose finished runs are copied in, not trained again, where one
+    trained exactly a run's config and seed (e.g. the runs another sweep shares with this
+    one); each copy's history names its origin."""
 
 
 def _sweep(argv: list[str]) -> int:
@@ -610,6 +614,7 @@ def _sweep(argv: list[str]) -> int:
             only=command.only,
             progress=command.progress,
             jobs=command.jobs,
+            reuse=command.reuse,
         )
     except ValueError as error:
         print(f"zoo sweep: {error}", file=sys.stderr)

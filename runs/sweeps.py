@@ -191,9 +191,14 @@ def run_sweep(
     only: Sequence[str] | None = None,
     progress: bool = True,
     jobs: int = 1,
+    reuse: Sequence[Path] = (),
 ) -> list[str]:
     """Train every run of `sweep` for every seed under `out`, skipping finished runs and
     resuming interrupted ones; then write the report. Returns the failures (empty if none).
+
+    `reuse` names other sweep (or run) directories: a run not yet started here whose exact
+    config (seed included) a finished run there trained is copied from there instead of trained,
+    and its history records where from (`_reuse`).
 
     With `jobs > 1` that many runs train at once, each in a process of its own pinned to its
     share of the CPU cores (its output goes to `out/logs/<label>-seed_<k>.log`); the numbers are
@@ -212,23 +217,33 @@ def run_sweep(
     validate(sweep, seeds, steps)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file; choose a directory.")
+    for source in reuse:
+        if not Path(source).is_dir():
+            raise ValueError(f"--reuse {source} is not a directory; name sweep directories.")
     try:
         with DirectoryLock(out, "zoo sweep"):
-            return _run_sweep(sweep, name, out, todo, seeds, steps, progress, jobs)
+            return _run_sweep(sweep, name, out, todo, seeds, steps, progress, jobs, reuse)
     except LockedError as error:
         raise RunError(str(error)) from None
 
 
-def _run_sweep(sweep, name, out, todo, seeds, steps, progress, jobs) -> list[str]:
+def _run_sweep(sweep, name, out, todo, seeds, steps, progress, jobs, reuse=()) -> list[str]:
     """`run_sweep`, its directory locked."""
     from .run import RunError, TrainingDiverged, train
 
     _write_sweep_file(out, name, sweep, seeds, steps)
+    candidates = _finished_runs(reuse)
     pending: list[_Pending] = []
     for i, (run, seed, config) in enumerate(todo, 1):
         directory = run_dir(out, run.label, seed)
         if _finished(directory, config.run.steps):
             print(f"[{i}/{len(todo)}] {run.label} seed {seed}: done already", file=sys.stderr)
+            continue
+        source = None if directory.exists() else _reuse(candidates, config, directory)
+        if source is not None:
+            print(
+                f"[{i}/{len(todo)}] {run.label} seed {seed}: copied from {source}", file=sys.stderr
+            )
             continue
         resume = (directory / "config.json").exists()
         pending.append(_Pending(f"[{i}/{len(todo)}]", run.label, seed, config, directory, resume))
@@ -247,6 +262,53 @@ def _run_sweep(sweep, name, out, todo, seeds, steps, progress, jobs) -> list[str
             print(f"  failed: {error}", file=sys.stderr)
     report(out)
     return failures
+
+
+def _finished_runs(sources: Sequence[Path]) -> list[tuple[Path, TrainConfig]]:
+    """The run directories under `sources` (each a sweep's directory, `<label>/seed_<k>`, or a
+    run's own) with the config each was trained with; runs whose config cannot be read (torn,
+    or another version's) are left out."""
+    from .run import read_config
+
+    found = []
+    for source in map(Path, sources):
+        for path in [source / "config.json", *sorted(source.glob("*/seed_*/config.json"))]:
+            if path.is_file():
+                try:
+                    found.append((path.parent, read_config(path.parent)))
+                except Exception:  # not a config this version reads: not a run to reuse
+                    continue
+    return found
+
+
+def _reuse(
+    candidates: list[tuple[Path, TrainConfig]], config: TrainConfig, directory: Path
+) -> Path | None:
+    """Copy into `directory` the first finished run of `candidates` that trained exactly
+    `config` (see `_same_run`), without its lock, adding a `copied` record (its origin) to its
+    history; returns the run copied, or None."""
+    import shutil
+
+    from .run import HISTORY_FILE, resolve
+
+    want = resolve(config)
+    for candidate, saved in candidates:
+        if _same_run(saved, want) and _finished(candidate, config.run.steps):
+            shutil.copytree(candidate, directory, ignore=shutil.ignore_patterns(".*"))
+            record = {"event": "copied", "from": str(candidate.resolve()), "time": time.time()}
+            with (directory / HISTORY_FILE).open("a") as f:
+                f.write(json.dumps(record) + "\n")
+            return candidate
+    return None
+
+
+def _same_run(saved: TrainConfig, want: TrainConfig) -> bool:
+    """Whether a run saved with config `saved` trained the resolved config `want` (seed and
+    steps included): the algorithm is compared only where `want` names one (left unnamed, it is
+    chosen from the task and model, which are compared)."""
+    if not want.algorithm_name:
+        saved = dataclasses.replace(saved, algorithm_name="", algorithm=want.algorithm)
+    return saved == want
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,6 +11,7 @@ import pytest
 from conftest import make_tiny_config
 
 import runs.presets
+import runs.run
 import runs.sweeps
 from runs.cli import main
 from runs.sweeps import Select, Sweep, SweepRun, plan, report, run_sweep
@@ -540,3 +541,36 @@ def test_fig2d_against_weight_decay_reuses_the_runs_at_zero():
             for d in ("1e-05", "0.0001", "0.001")
         }
         assert weight_decays == {1e-5, 1e-4, 1e-3}
+
+
+def test_a_sweep_copies_runs_another_sweep_trained_with_the_same_config(tmp_path, capsys):
+    """`reuse`: a run whose exact config and seed a finished run of another sweep trained is
+    copied, not trained (its history names the origin); another config or seed is not."""
+    first = tmp_path / "first"
+    run_sweep(_tiny_sweep(), "tiny", first, seeds=(0,), only=["comp"], progress=False)
+    base = _tiny_sweep().runs[0].config
+    faster = dataclasses.replace(base, outer=dataclasses.replace(base.outer, lr=3 * base.outer.lr))
+    second = Sweep(
+        "again",
+        (SweepRun("twin", base, {"lr": "a"}), SweepRun("faster", faster, {"lr": "b"})),
+        metrics=("ood.accuracy",),
+        x="lr",
+        seeds=(0,),
+    )
+    candidates = runs.sweeps._finished_runs([first])
+    assert [path for path, _ in candidates] == [first / "comp" / "seed_0"]
+    for seed, index in ((0, 1), (1, 0)):  # another config, another seed
+        config = plan(second, (seed,))[index][2]
+        assert runs.sweeps._reuse(candidates, config, tmp_path / "x") is None
+    assert not (tmp_path / "x").exists()
+    with pytest.raises(ValueError, match=r"--reuse .* is not a directory"):
+        run_sweep(second, "again", tmp_path / "second", reuse=[tmp_path / "missing"])
+
+    out = tmp_path / "second"
+    run_sweep(second, "again", out, seeds=(0,), only=["twin"], progress=False, reuse=[first])
+    assert "twin seed 0: copied from" in capsys.readouterr().err
+    copied, origin = out / "twin" / "seed_0", first / "comp" / "seed_0"
+    assert (copied / "metrics.jsonl").read_text() == (origin / "metrics.jsonl").read_text()
+    history = runs.run.read_history(copied)
+    assert history[-1]["event"] == "copied" and history[-1]["from"] == str(origin.resolve())
+    assert [e["n"] for e in report(out)["summary"]] == [1]
