@@ -47,7 +47,8 @@ class SweepRun:
 class Select:
     """Report one run of each group of runs that differ only in `facet` (a setting tuned per
     configuration, e.g. the learning rate, as papers pick the best of a few per cell): the one
-    whose mean `metric` over its finished seeds is best. The same run is chosen for every seed.
+    whose mean `metric` is best over the seeds finished in all of the group's runs (a diverged
+    run, its `metric` not finite, counts as worst). The same run is chosen for every seed.
     Choose on an in-distribution metric (e.g. `test.loss`), so that the reported numbers (e.g.
     OOD accuracy) are not the ones that chose."""
 
@@ -637,7 +638,8 @@ def _select(record: dict, rows: list[dict]) -> dict[str, str] | None:
         scores = {}
         for label, values in found.items():
             kept = [v for seed, v in values.items() if seed in shared or not shared]
-            scores[label] = sign * sum(kept) / len(kept)
+            score = sign * sum(kept) / len(kept)
+            scores[label] = score if math.isfinite(score) else -math.inf  # diverged: worst
         best = max(scores, key=lambda label: scores[label])
         seeds = ", ".join(str(s) for s in sorted(shared)) if shared else "each run's own"
         how = "highest" if select["maximize"] else "lowest"

@@ -4,6 +4,7 @@ them; `zoo info`."""
 import csv
 import dataclasses
 import json
+import math
 import re
 
 import numpy as np
@@ -426,13 +427,12 @@ def test_a_selecting_sweep_reports_the_best_rate_of_each_cell(tmp_path):
     # h1: b has seed 0 only, so the rates are compared on seed 0 (b 0.6 < c 0.7), although c
     # has the lower mean over its own two seeds (0.55)
     test_loss = {"h1": {"a": (1.0, 1.0), "b": (0.6,), "c": (0.7, 0.4)}}
-    test_loss["h2"] = {"a": (0.1, 0.1), "b": (0.9, 0.9)}  # c unfinished: no metrics
+    test_loss["h2"] = {"a": (math.nan, 0.0), "b": (0.9, 0.9), "c": (0.1, 0.1)}  # a diverged
     values = {
         f"{h}-lr{lr}": [{"test.loss": loss, "ood.accuracy": 10 * loss} for loss in test_loss[h][lr]]
         for h in test_loss
         for lr in test_loss[h]
     }
-    values["h2-lrc"] = []
     _write_runs(tmp_path, runs, values)
     record = {
         "name": "test/select",
@@ -449,16 +449,16 @@ def test_a_selecting_sweep_reports_the_best_rate_of_each_cell(tmp_path):
     summary = report(tmp_path)["summary"]
     assert [(e["label"], e["lr"], e["selection"]) for e in summary] == [
         ("h1-lrb", "lr b", "lowest test.loss (mean of seeds 0) of 3/3 lr"),
-        ("h2-lra", "lr a", "lowest test.loss (mean of seeds 0, 1) of 2/3 lr"),
+        ("h2-lrc", "lr c", "lowest test.loss (mean of seeds 0, 1) of 3/3 lr"),
     ]
     assert summary[0]["mean"] == pytest.approx(6.0) and summary[0]["n"] == 1
     assert summary[1]["mean"] == pytest.approx(1.0) and summary[1]["n"] == 2
     with open(tmp_path / "results.csv") as f:
         selected = {(r["label"], r["seed"]): r["selected"] for r in csv.DictReader(f)}
     assert selected[("h1-lrb", "0")] == "True" and selected[("h1-lrc", "1")] == "False"
-    assert len(selected) == 9
+    assert len(selected) == 11
 
-    record["select"]["maximize"] = True  # highest test loss: the other end
+    record["select"]["maximize"] = True  # highest test loss: the other end, never a diverged run
     (tmp_path / "sweep.json").write_text(json.dumps(record))
     assert [e["label"] for e in report(tmp_path)["summary"]] == ["h1-lra", "h2-lrb"]
 
