@@ -505,18 +505,18 @@ def _is_finished(directory: Path, found: dict[str, float], step: int | None = No
 
 
 def _code(directory: Path) -> dict[str, str]:
-    """`{"commit": ...}`: the git commit(s) the run was trained at, from its history (each
-    start and resume; `+dirty` when tracked files had changes), empty for runs saved before the
-    history recorded it."""
+    """`{"commit": ..., "device": ...}`: the git commit(s) the run was trained at and the kind
+    of device(s) it ran on, from its history (each start and resume; `+dirty` when tracked files
+    had changes). A key is left out for runs saved before the history recorded it."""
     from .run import read_history
 
-    commits = []
+    found: dict[str, list[str]] = {"commit": [], "device": []}
     for record in read_history(directory):
         if record.get("commit"):
-            commit = record["commit"][:12] + ("+dirty" if record.get("dirty") else "")
-            if commit not in commits:
-                commits.append(commit)
-    return {"commit": " ".join(commits)} if commits else {}
+            found["commit"].append(record["commit"][:12] + ("+dirty" if record.get("dirty") else ""))
+        if record.get("device_kind"):
+            found["device"].append(str(record["device_kind"]))
+    return {key: " ".join(dict.fromkeys(values)) for key, values in found.items() if values}
 
 
 def _mean_std(values: list[float]) -> tuple[float, float]:

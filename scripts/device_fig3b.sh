@@ -6,6 +6,7 @@
 #
 #   git bundle create .devgit/zoo.bundle HEAD
 #   pip wheel --no-deps --no-build-isolation . -w .whl     # plus tyro, beartype, ... (README)
+#   pip install -e ".[dev]"    # building the wheel in the checkout broke the editable install once
 #
 # Two sweeps share the GPU, each run in a process of its own (--jobs): ONLY_LONG (default the
 # linear hypernetwork with compositional support) to LONG steps (SEEDS_LONG, default 0 1,

@@ -7,6 +7,7 @@ import json
 import math
 import re
 
+import jax
 import numpy as np
 import pytest
 from conftest import make_tiny_config
@@ -72,6 +73,7 @@ def test_a_sweep_runs_every_run_once_and_reports(tmp_path, monkeypatch: pytest.M
     assert len(rows) == 4 and {"ood.accuracy", "identification.r2_ood", "step"} <= set(rows[0])
     assert all(r["finished"] == "True" for r in rows)
     assert len({r.get("commit") for r in rows}) == 1  # every run names the code it was trained at
+    assert {r["device"] for r in rows} == {jax.devices()[0].device_kind}  # ... and the device
     summary = json.loads((tmp_path / "summary.json").read_text())
     comp = next(e for e in summary if e["label"] == "comp" and e["metric"] == "ood.accuracy")
     values = [float(r["ood.accuracy"]) for r in rows if r["label"] == "comp"]
