@@ -513,7 +513,9 @@ def _code(directory: Path) -> dict[str, str]:
     found: dict[str, list[str]] = {"commit": [], "device": []}
     for record in read_history(directory):
         if record.get("commit"):
-            found["commit"].append(record["commit"][:12] + ("+dirty" if record.get("dirty") else ""))
+            found["commit"].append(
+                record["commit"][:12] + ("+dirty" if record.get("dirty") else "")
+            )
         if record.get("device_kind"):
             found["device"].append(str(record["device_kind"]))
     return {key: " ".join(dict.fromkeys(values)) for key, values in found.items() if values}
