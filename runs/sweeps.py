@@ -11,6 +11,7 @@ and count over seeds) and one PNG figure.
 
 import csv
 import dataclasses
+import gc
 import json
 import math
 import os
@@ -230,6 +231,8 @@ def run_sweep(
 
 def _run_sweep(sweep, name, out, todo, seeds, steps, progress, jobs, reuse=()) -> list[str]:
     """`run_sweep`, its directory locked."""
+    import jax
+
     from .run import RunError, TrainingDiverged, train
 
     _write_sweep_file(out, name, sweep, seeds, steps)
@@ -261,6 +264,13 @@ def _run_sweep(sweep, name, out, todo, seeds, steps, progress, jobs, reuse=()) -
         except (RunError, TrainingDiverged) as error:
             failures.append(f"{item.label} seed {item.seed}: {error}")
             print(f"  failed: {error}", file=sys.stderr)
+        finally:
+            # Free the run's compiled programs. Each run compiles its own (its functions are
+            # new objects), and JAX's caches keep them for the life of the process: on CPU
+            # each holds thousands of memory mappings, and a sweep of ~20 runs reached the
+            # kernel's limit (LLVM "Cannot allocate memory", then a segfault).
+            jax.clear_caches()
+            gc.collect()
     report(out)
     return failures
 
