@@ -1,0 +1,39 @@
+#!/bin/bash
+# Lake's Tables 2-3 on a lent GPU machine, in one call of at most 10 minutes (issue 20, item 8):
+# several runs at once, each a process of its own sharing the GPU, under a deadline
+# (scripts/device_runs.py stops the runs that could not finish, so that the rest do). The code
+# travels as in scripts/device_fig3b.sh (wheels in .whl/, the commit as a bundle in .devgit/):
+#
+#   git bundle create .devgit/zoo.bundle HEAD
+#   pip wheel --no-deps --no-build-isolation . -w .whl && pip install -e ".[dev]"
+#
+# RUNS: LABEL:SEED pairs of `zoo sweep lake2019/tables2-3`, most wanted first. BUDGET: seconds
+# of training. The run directories (checkpoints left out) come back as $OUT/runs.tgz.
+set -u
+BUDGET=${BUDGET:-480}
+SWEEP=${SWEEP:-lake2019/tables2-3}
+RUNS=${RUNS:-augmentation-no-attention:1 augmentation-no-support-loss:1 permutation:1}
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+if compgen -G ".whl/*.whl" > /dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+SRC=$PWD
+CLONE=$(mktemp -d /tmp/zoo-src.XXXXXX)
+if [ -f .devgit/zoo.bundle ] && git clone -q .devgit/zoo.bundle "$CLONE" 2>/dev/null; then
+  SRC=$CLONE
+fi
+cd "$SRC" || exit 1
+export PYTHONPATH=$SRC:${PYTHONPATH:-} XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
+git log -1 --oneline 2>/dev/null
+nvidia-smi -L 2>/dev/null
+DIR=$(mktemp -d /tmp/lake.XXXXXX)
+(nvidia-smi dmon -s um -d 15 > "$OUT/dmon.log" 2>&1 &)
+python3 scripts/device_runs.py "$SWEEP" --out "$DIR" --budget "$BUDGET" --runs $RUNS ${EXTRA:-}
+pkill -f "nvidia-smi dmon" 2>/dev/null
+cp "$DIR/driver.log" "$OUT/"
+tar czf "$OUT/runs.tgz" --exclude=checkpoints -C "$DIR" parts
+for log in "$DIR"/parts/*/sweep.log; do echo "== $log"; tail -n 2 "$log"; done
+ls -la "$OUT"

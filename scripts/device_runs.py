@@ -1,0 +1,174 @@
+"""Train chosen runs of one sweep at once on a lent GPU, under a deadline.
+
+    python3 scripts/device_runs.py lake2019/tables2-3 --out DIR --budget 500 \
+        --runs permutation:1 augmentation-no-attention:1 ...
+
+Each LABEL:SEED trains in a process of its own (`zoo sweep SWEEP --only LABEL --seeds SEED`),
+all of them at once, sharing the GPU: small sequential models (Lake's meta seq2seq) leave a GPU
+mostly idle, so several processes finish more runs per minute than one. A lent machine gives
+minutes, not hours, so the driver keeps only the runs that can finish: after a warm-up it
+reads each run's step from its metrics.jsonl every `--every` seconds and, taking the total
+throughput (steps/s over all runs) as fixed, stops the runs furthest from their end until the
+others are predicted to finish before the deadline. Runs still training at the deadline are
+stopped too; their evaluations so far are kept, and `zoo report` marks them unfinished.
+
+Each run lands in DIR/parts/LABEL-sSEED/LABEL/seed_SEED (a sweep directory of its own, so that
+the processes never write one report at once); `DIR/driver.log` says what was stopped and why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def _step(run_dir: Path) -> int:
+    """The last training step a run has logged (0 before its first metrics)."""
+    metrics = run_dir / "metrics.jsonl"
+    if not metrics.exists():
+        return 0
+    step = 0
+    with metrics.open() as f:
+        for line in f:
+            try:
+                step = max(step, int(json.loads(line).get("step", 0)))
+            except (ValueError, json.JSONDecodeError):
+                continue  # a line being written
+    return step
+
+
+def _steps(run_dir: Path, default: int) -> int:
+    config = run_dir / "config.json"
+    if config.exists():
+        return int(json.loads(config.read_text())["run"]["steps"])
+    return default
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("sweep")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--runs", nargs="+", required=True, help="LABEL:SEED, most wanted first")
+    parser.add_argument("--budget", type=float, required=True, help="seconds from the start")
+    parser.add_argument("--warmup", type=float, default=120.0, help="seconds before a decision")
+    parser.add_argument("--every", type=float, default=30.0, help="seconds between decisions")
+    parser.add_argument(
+        "--tail", type=float, default=60.0, help="seconds a run needs after its last step"
+    )
+    parser.add_argument(
+        "--margin", type=float, default=0.85, help="share of the measured throughput trusted"
+    )
+    parser.add_argument("--cpus-per-run", type=int, default=2)
+    parser.add_argument("--steps", type=int, help="outer steps of every run (default: its own)")
+    args = parser.parse_args()
+
+    start = time.monotonic()
+    deadline = start + args.budget
+    args.out.mkdir(parents=True, exist_ok=True)
+    log = (args.out / "driver.log").open("a")
+
+    def say(message: str) -> None:
+        line = f"[{time.monotonic() - start:6.0f} s] {message}"
+        print(line, flush=True)
+        log.write(line + "\n")
+        log.flush()
+
+    cpus = os.cpu_count() or 1
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    dirs: dict[str, Path] = {}
+    for i, spec in enumerate(args.runs):
+        label, seed = spec.rsplit(":", 1)
+        part = args.out / "parts" / f"{label}-s{seed}"
+        part.mkdir(parents=True, exist_ok=True)
+        first = (i * args.cpus_per_run) % cpus
+        cores = ",".join(str((first + j) % cpus) for j in range(args.cpus_per_run))
+        command = [
+            "taskset",
+            "-c",
+            cores,
+            sys.executable,
+            "-m",
+            "runs.cli",
+            "sweep",
+            args.sweep,
+            "--out",
+            str(part),
+            "--seeds",
+            seed,
+            "--only",
+            label,
+            "--no-progress",
+        ]
+        command += ["--steps", str(args.steps)] if args.steps else []
+        with (part / "sweep.log").open("w") as out:
+            procs[spec] = subprocess.Popen(
+                command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        dirs[spec] = part / label / f"seed_{seed}"
+    say(f"started {len(procs)} runs of {args.sweep}: {' '.join(args.runs)}")
+
+    def stop(spec: str, why: str) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(procs[spec].pid, signal.SIGTERM)
+        say(f"stopped {spec} ({why})")
+
+    last: dict[str, tuple[float, int]] = {}
+    next_check = start + args.warmup
+    while True:
+        alive = [s for s, p in procs.items() if p.poll() is None]
+        now = time.monotonic()
+        if not alive:
+            break
+        if now >= deadline:
+            for spec in alive:
+                stop(spec, "deadline")
+            break
+        if now >= next_check:
+            next_check = now + args.every
+            rates, remaining = {}, {}
+            for spec in alive:
+                step = _step(dirs[spec])
+                if spec in last and last[spec][1] > 0 and now > last[spec][0]:
+                    rates[spec] = max(step - last[spec][1], 0) / (now - last[spec][0])
+                last[spec] = (now, step)
+                remaining[spec] = _steps(dirs[spec], 10**9) - step
+            # Decide only once every run trains (compiled, and past one window of steps).
+            if len(rates) == len(alive) and all(rates[s] > 0 for s in alive):
+                total = sum(rates.values())
+                say(
+                    "steps/s "
+                    + ", ".join(f"{s} {rates[s]:.1f} ({last[s][1]})" for s in alive)
+                    + f"; total {total:.1f}"
+                )
+                # Keep the runs nearest their end (ties: the order given) while, sharing the
+                # total throughput evenly, the last of them still ends before the deadline.
+                order = sorted(alive, key=lambda s: (remaining[s], args.runs.index(s)))
+                keep = 0
+                for k in range(len(order), 0, -1):
+                    share = total * (args.margin if k < len(order) else 1.0) / k
+                    if share > 0 and remaining[order[k - 1]] / share + args.tail <= deadline - now:
+                        keep = k
+                        break
+                for spec in order[max(keep, 1) :]:
+                    stop(
+                        spec,
+                        f"{remaining[spec]} steps left could not end in "
+                        f"{deadline - now:.0f} s at {total:.1f} steps/s over {keep} runs",
+                    )
+                    last.pop(spec, None)
+        time.sleep(2)
+
+    for spec, p in procs.items():
+        p.wait()
+        say(f"{spec}: exit {p.returncode}, step {_step(dirs[spec])}")
+
+
+if __name__ == "__main__":
+    main()
