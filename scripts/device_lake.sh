@@ -7,6 +7,10 @@
 #   git bundle create .devgit/zoo.bundle HEAD
 #   pip wheel --no-deps --no-build-isolation . -w .whl && pip install -e ".[dev]"
 #
+# Measured on an H100 (stop 33): ten meta seq2seq processes sharing the GPU trained about 0.6
+# episodes/s each (6/s in all, against 54/s for one process alone), and took 1.5-4.5 minutes to
+# compile; so run Lake one process at a time there: SEQUENTIAL=1 ONLY="labels" SEEDS="1 2".
+#
 # RUNS: LABEL:SEED pairs of `zoo sweep lake2019/tables2-3`, most wanted first. BUDGET: seconds
 # of training. The run directories (checkpoints left out) come back as $OUT/runs.tgz.
 set -u
@@ -31,7 +35,15 @@ git log -1 --oneline 2>/dev/null
 nvidia-smi -L 2>/dev/null
 DIR=$(mktemp -d /tmp/lake.XXXXXX)
 (nvidia-smi dmon -s um -d 15 > "$OUT/dmon.log" 2>&1 &)
-python3 scripts/device_runs.py "$SWEEP" --out "$DIR" --budget "$BUDGET" --runs $RUNS ${EXTRA:-}
+if [ -n "${SEQUENTIAL:-}" ]; then
+  # One process, the runs one after another (ONLY: labels, SEEDS), for BUDGET seconds.
+  mkdir -p "$DIR/parts/sequential"
+  timeout "$BUDGET" python3 -m runs.cli sweep "$SWEEP" --out "$DIR/parts/sequential" --seeds $SEEDS \
+    --only $ONLY --no-progress > "$DIR/parts/sequential/sweep.log" 2>&1
+  echo "sequential sweep: exit $?" > "$DIR/driver.log"
+else
+  python3 scripts/device_runs.py "$SWEEP" --out "$DIR" --budget "$BUDGET" --runs $RUNS ${EXTRA:-}
+fi
 pkill -f "nvidia-smi dmon" 2>/dev/null
 cp "$DIR/driver.log" "$OUT/"
 tar czf "$OUT/runs.tgz" --exclude=checkpoints -C "$DIR" parts
