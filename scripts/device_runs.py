@@ -4,8 +4,10 @@
         --runs permutation:1 augmentation-no-attention:1 ...
 
 Each LABEL:SEED trains in a process of its own (`zoo sweep SWEEP --only LABEL --seeds SEED`),
-all of them at once, sharing the GPU: small sequential models (Lake's meta seq2seq) leave a GPU
-mostly idle, so several processes finish more runs per minute than one. A lent machine gives
+all of them at once, sharing the GPU. Whether that pays depends on the model: three Fig. 3B
+processes on an H100 trained twice the steps of one in all, but ten of Lake's meta seq2seq
+processes trained a ninth of what one does alone (docs/results.md, Lake's speed), so measure
+with two or three before sending ten. A lent machine gives
 minutes, not hours, so the driver keeps only the runs that can finish: after a warm-up it
 reads each run's step from its metrics.jsonl every `--every` seconds and, taking the total
 throughput (steps/s over all runs) as fixed, stops the runs furthest from their end until the
@@ -139,17 +141,20 @@ def main() -> None:
                     rates[spec] = max(step - last[spec][1], 0) / (now - last[spec][0])
                 last[spec] = (now, step)
                 remaining[spec] = _steps(dirs[spec], 10**9) - step
-            # Decide only once every run trains (compiled, and past one window of steps).
-            if len(rates) == len(alive) and all(rates[s] > 0 for s in alive):
-                total = sum(rates.values())
+            # Decide once some run trains; a run not yet past a window of steps (still
+            # compiling) counts as furthest from its end.
+            total = sum(rates.values())
+            if total > 0:
                 say(
                     "steps/s "
-                    + ", ".join(f"{s} {rates[s]:.1f} ({last[s][1]})" for s in alive)
+                    + ", ".join(f"{s} {rates.get(s, 0.0):.1f} ({last[s][1]})" for s in alive)
                     + f"; total {total:.1f}"
                 )
                 # Keep the runs nearest their end (ties: the order given) while, sharing the
                 # total throughput evenly, the last of them still ends before the deadline.
-                order = sorted(alive, key=lambda s: (remaining[s], args.runs.index(s)))
+                order = sorted(
+                    alive, key=lambda s: (s not in rates, remaining[s], args.runs.index(s))
+                )
                 keep = 0
                 for k in range(len(order), 0, -1):
                     share = total * (args.margin if k < len(order) else 1.0) / k
