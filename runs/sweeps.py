@@ -514,7 +514,7 @@ def _is_finished(directory: Path, found: dict[str, float], step: int | None = No
     return found.get("step") == step
 
 
-def _code(directory: Path) -> dict[str, str]:
+def _provenance(directory: Path) -> dict[str, str]:
     """`{"commit": ..., "device": ...}`: the git commit(s) the run was trained at and the kind
     of device(s) it ran on, from its history (each start and resume; `+dirty` when tracked files
     had changes). A key is left out for runs saved before the history recorded it."""
@@ -586,7 +586,7 @@ def report(out: Path) -> dict[str, Any]:
                 if found:
                     finished = _is_finished(directory, found, step)
                     row = {"label": run["label"], "seed": seed, **run["facets"]}
-                    rows.append({**row, "finished": finished, **found, **_code(directory)})
+                    rows.append({**row, "finished": finished, **found, **_provenance(directory)})
     chosen = _select(record, rows)
     if chosen is not None:
         for row in rows:
