@@ -53,6 +53,28 @@ def _steps(run_dir: Path, default: int) -> int:
     return default
 
 
+def runs_to_keep(
+    alive: list[str],
+    remaining: dict[str, int],
+    rates: dict[str, float],
+    given: list[str],
+    time_left: float,
+    margin: float,
+    tail: float,
+) -> list[str]:
+    """The runs to go on with: those nearest their end (runs without a measured rate last,
+    ties in the order given), as many as can still end within `time_left` seconds when they
+    share the measured total throughput evenly (only `margin` of it trusted once some are
+    stopped), each needing `tail` seconds after its last step. At least one run is kept."""
+    total = sum(rates.values())
+    order = sorted(alive, key=lambda s: (s not in rates, remaining[s], given.index(s)))
+    for k in range(len(order), 0, -1):
+        share = total * (margin if k < len(order) else 1.0) / k
+        if share > 0 and remaining[order[k - 1]] / share + tail <= time_left:
+            return order[:k]
+    return order[:1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("sweep")
@@ -150,22 +172,14 @@ def main() -> None:
                     + ", ".join(f"{s} {rates.get(s, 0.0):.1f} ({last[s][1]})" for s in alive)
                     + f"; total {total:.1f}"
                 )
-                # Keep the runs nearest their end (ties: the order given) while, sharing the
-                # total throughput evenly, the last of them still ends before the deadline.
-                order = sorted(
-                    alive, key=lambda s: (s not in rates, remaining[s], args.runs.index(s))
+                keep = runs_to_keep(
+                    alive, remaining, rates, args.runs, deadline - now, args.margin, args.tail
                 )
-                keep = 0
-                for k in range(len(order), 0, -1):
-                    share = total * (args.margin if k < len(order) else 1.0) / k
-                    if share > 0 and remaining[order[k - 1]] / share + args.tail <= deadline - now:
-                        keep = k
-                        break
-                for spec in order[max(keep, 1) :]:
+                for spec in (s for s in alive if s not in keep):
                     stop(
                         spec,
                         f"{remaining[spec]} steps left could not end in "
-                        f"{deadline - now:.0f} s at {total:.1f} steps/s over {keep} runs",
+                        f"{deadline - now:.0f} s at {total:.1f} steps/s over {len(keep)} runs",
                     )
                     last.pop(spec, None)
         time.sleep(2)
