@@ -19,20 +19,7 @@ SWEEP=${SWEEP:-lake2019/tables2-3}
 RUNS=${RUNS:-augmentation-no-attention:1 augmentation-no-support-loss:1 permutation:1}
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-if compgen -G ".whl/*.whl" > /dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
-SRC=$PWD
-CLONE=$(mktemp -d /tmp/zoo-src.XXXXXX)
-if [ -f .devgit/zoo.bundle ] && git clone -q .devgit/zoo.bundle "$CLONE" 2>/dev/null; then
-  SRC=$CLONE
-fi
-cd "$SRC" || exit 1
-export PYTHONPATH=$SRC:${PYTHONPATH:-} XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
-git log -1 --oneline 2>/dev/null
-nvidia-smi -L 2>/dev/null
+source "$(dirname "$0")/device_env.sh"
 DIR=$(mktemp -d /tmp/lake.XXXXXX)
 (nvidia-smi dmon -s um -d 15 > "$OUT/dmon.log" 2>&1 &)
 if [ -n "${SEQUENTIAL:-}" ]; then
