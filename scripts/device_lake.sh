@@ -2,7 +2,7 @@
 # Lake's Tables 2-3 on a lent GPU machine, in one call of at most 10 minutes (issue 20, item 8):
 # several runs at once, each a process of its own sharing the GPU, under a deadline
 # (scripts/device_runs.py stops the runs that could not finish, so that the rest do). The code
-# travels as in scripts/device_fig3b.sh (wheels in .whl/, the commit as a bundle in .devgit/):
+# travels as scripts/device_env.sh says (wheels in .whl/, the commit as a bundle in .devgit/):
 #
 #   git bundle create .devgit/zoo.bundle HEAD
 #   pip wheel --no-deps --no-build-isolation . -w .whl && pip install -e ".[dev]"

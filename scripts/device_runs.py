@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -30,27 +29,17 @@ import sys
 import time
 from pathlib import Path
 
+from runs.run import read_config, read_metrics
+
 
 def _step(run_dir: Path) -> int:
-    """The last training step a run has logged (0 before its first metrics)."""
-    metrics = run_dir / "metrics.jsonl"
-    if not metrics.exists():
-        return 0
-    step = 0
-    with metrics.open() as f:
-        for line in f:
-            try:
-                step = max(step, int(json.loads(line).get("step", 0)))
-            except (ValueError, json.JSONDecodeError):
-                continue  # a line being written
-    return step
+    """The last step a run has logged (0 before its first metrics)."""
+    return max((int(row.get("step", 0)) for row in read_metrics(run_dir)), default=0)
 
 
 def _steps(run_dir: Path, default: int) -> int:
-    config = run_dir / "config.json"
-    if config.exists():
-        return int(json.loads(config.read_text())["run"]["steps"])
-    return default
+    """The steps a run trains for, once it has saved its config (`default` before)."""
+    return read_config(run_dir).run.steps if (run_dir / "config.json").exists() else default
 
 
 def runs_to_keep(
@@ -181,7 +170,6 @@ def main() -> None:
                         f"{remaining[spec]} steps left could not end in "
                         f"{deadline - now:.0f} s at {total:.1f} steps/s over {len(keep)} runs",
                     )
-                    last.pop(spec, None)
         time.sleep(2)
 
     for spec, p in procs.items():
