@@ -564,6 +564,21 @@ def test_fig2d_against_weight_decay_reuses_the_runs_at_zero():
         assert weight_decays == {1e-5, 1e-4, 1e-3}
 
 
+def test_the_continuous_fig2d_grid_crosses_the_factors_and_reuses_the_diagonal():
+    """`schug2024/fig2d-grid-continuous-cpu` is the CPU grid with continuous codes: every
+    student trains on continuous codes, and its diagonal is `fig2d-cpu`'s continuous runs."""
+    single = {r.label: r for r in runs.presets.SWEEPS["schug2024/fig2d-cpu"].runs}
+    grid = {r.label: r for r in runs.presets.SWEEPS["schug2024/fig2d-grid-continuous-cpu"].runs}
+    assert len(grid) == 16
+    discrete = runs.presets.SWEEPS["schug2024/fig2d-grid-cpu"].runs
+    assert {r.config.task.distribution for r in discrete} == {"discrete"}
+    assert {r.config.task.distribution for r in grid.values()} == {"continuous"}
+    for ratio in (1, 2, 4, 8):
+        assert grid[f"continuous-h{ratio}-m{ratio}"].config == single[f"continuous-x{ratio}"].config
+    assert grid["continuous-h2-m8"].config.model.hidden == 32
+    assert grid["continuous-h2-m8"].config.model.num_modules == 48
+
+
 def test_a_sweep_copies_runs_another_sweep_trained_with_the_same_config(tmp_path, capsys):
     """`reuse`: a run whose exact config and seed a finished run of another sweep trained is
     copied, not trained (its history names the origin); another config or seed is not."""
