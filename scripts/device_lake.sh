@@ -12,7 +12,8 @@
 # compile; so run Lake one process at a time there: SEQUENTIAL=1 ONLY="labels" SEEDS="1 2".
 #
 # RUNS: LABEL:SEED pairs of `zoo sweep lake2019/tables2-3`, most wanted first. BUDGET: seconds
-# of training. The run directories (checkpoints left out) come back as $OUT/runs.tgz.
+# of training. The run directories (checkpoints left out) come back as $OUT/runs.tgz, or with
+# CHECKPOINTS=1 with their checkpoints as $OUT/runs.tgz.00, .01, ...
 set -u
 BUDGET=${BUDGET:-480}
 SWEEP=${SWEEP:-lake2019/tables2-3}
@@ -33,6 +34,13 @@ else
 fi
 pkill -f "nvidia-smi dmon" 2>/dev/null
 cp "$DIR/driver.log" "$OUT/"
-tar czf "$OUT/runs.tgz" --exclude=checkpoints -C "$DIR" parts
+if [ -n "${CHECKPOINTS:-}" ]; then
+  # With the checkpoints (so that a run the budget stopped can be resumed on another machine
+  # with the same `zoo sweep` command), in parts of at most 15 MiB: the largest file that
+  # comes back from a device call is 16 MiB. Join with `cat runs.tgz.* | tar xz`.
+  tar czf - -C "$DIR" parts | split -b 15M -d - "$OUT/runs.tgz."
+else
+  tar czf "$OUT/runs.tgz" --exclude=checkpoints -C "$DIR" parts
+fi
 for log in "$DIR"/parts/*/sweep.log; do echo "== $log"; tail -n 2 "$log"; done
 ls -la "$OUT"
