@@ -21,7 +21,11 @@ RUNS=${RUNS:-augmentation-no-attention:1 augmentation-no-support-loss:1 permutat
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 source "$(dirname "$0")/device_env.sh"
-DIR=$(mktemp -d /tmp/lake.XXXXXX)
+# RUNDIR: a fixed directory instead of a fresh one, so that a second call on the still-warm
+# machine (it keeps /tmp) resumes the runs the first call's budget stopped, from their last
+# checkpoint (every 1,000 episodes), with the same command.
+DIR=${RUNDIR:-$(mktemp -d /tmp/lake.XXXXXX)}
+mkdir -p "$DIR"
 (nvidia-smi dmon -s um -d 15 > "$OUT/dmon.log" 2>&1 &)
 if [ -n "${SEQUENTIAL:-}" ]; then
   # One process, the runs one after another (ONLY: labels, SEEDS), for BUDGET seconds.
