@@ -591,6 +591,9 @@ class SweepCommand:
     """Other sweep directories whose finished runs are copied in, not trained again, where one
     trained exactly a run's config and seed (e.g. the runs another sweep shares with this
     one); each copy's history names its origin."""
+    keep: int | None = None
+    """Checkpoints each run keeps (default: each run's own, 3); 1 keeps only the last, e.g. for
+    run directories that must travel back from a GPU machine. Changes no number."""
 
 
 def _sweep(argv: list[str]) -> int:
@@ -615,6 +618,7 @@ def _sweep(argv: list[str]) -> int:
             progress=command.progress,
             jobs=command.jobs,
             reuse=command.reuse,
+            keep=command.keep,
         )
     except ValueError as error:
         print(f"zoo sweep: {error}", file=sys.stderr)

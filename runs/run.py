@@ -498,7 +498,9 @@ def _check_directory(
         if not saved.algorithm_name:  # saved before algorithms were named
             saved = _unread_as_defaults(with_algorithm(saved, task, model))
         saved, given = to_dict(saved), to_dict(config)
-        del saved["run"]["steps"], given["run"]["steps"]
+        for key in ("steps", "keep"):  # neither changes a number
+            saved["run"].pop(key, None)
+            given["run"].pop(key, None)
         for key in ("task_source", "model_source"):
             if saved[key] is None or given[key] is None:  # saved before it was recorded
                 del saved[key], given[key]
@@ -510,7 +512,7 @@ def _check_directory(
         if refused:
             raise RunError(
                 f"--resume: the settings differ from the run saved in {out} (only run.steps "
-                f"may change; with --allow-changes, also {', '.join(sorted(CHANGEABLE))}):\n  "
+                f"and run.keep may change; with --allow-changes, also {', '.join(sorted(CHANGEABLE))}):\n  "
                 + "\n  ".join(refused)
             )
         return changes

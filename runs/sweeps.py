@@ -160,12 +160,22 @@ def _finished(directory: Path, steps: int) -> bool:
 
 
 def plan(
-    sweep: Sweep, seeds: Sequence[int] | None = None, steps: int | None = None
+    sweep: Sweep,
+    seeds: Sequence[int] | None = None,
+    steps: int | None = None,
+    keep: int | None = None,
 ) -> list[tuple[SweepRun, int, TrainConfig]]:
-    """Every `(run, seed, config)` of `sweep`, with its seed (and `steps`, if given) applied."""
+    """Every `(run, seed, config)` of `sweep`, with its seed (and `steps` and the number of
+    checkpoints to `keep`, if given) applied."""
     seeds = sweep.seeds if seeds is None else tuple(seeds)
-    return [
+    items = [
         (r, s, _with_seed(r.config, s, steps, sweep.seed_task)) for r in sweep.runs for s in seeds
+    ]
+    if keep is None:
+        return items
+    return [
+        (r, s, dataclasses.replace(c, run=dataclasses.replace(c.run, keep=keep)))
+        for r, s, c in items
     ]
 
 
@@ -194,9 +204,13 @@ def run_sweep(
     progress: bool = True,
     jobs: int = 1,
     reuse: Sequence[Path] = (),
+    keep: int | None = None,
 ) -> list[str]:
     """Train every run of `sweep` for every seed under `out`, skipping finished runs and
     resuming interrupted ones; then write the report. Returns the failures (empty if none).
+
+    `keep` sets how many checkpoints each run keeps (default: each run's own), e.g. 1 where the
+    run directories must travel; it changes no number, so a run may resume under another.
 
     `reuse` names other sweep (or run) directories: a run not yet started here whose exact
     config (seed included) a finished run there trained is copied from there instead of trained,
@@ -212,7 +226,9 @@ def run_sweep(
         raise ValueError(f"--jobs must be at least 1, got {jobs}.")
     if steps is not None and steps < 1:
         raise ValueError(f"--steps must be at least 1, got {steps}.")
-    todo = [item for item in plan(sweep, seeds, steps) if not only or item[0].label in only]
+    if keep is not None and keep < 1:
+        raise ValueError(f"--keep must be at least 1 (the last checkpoint), got {keep}.")
+    todo = [item for item in plan(sweep, seeds, steps, keep) if not only or item[0].label in only]
     if only and not todo:
         labels = ", ".join(r.label for r in sweep.runs)
         raise ValueError(f"--only {' '.join(only)} matches no run of {name}; its runs: {labels}.")
@@ -315,10 +331,11 @@ def _reuse(
 
 def _same_run(saved: TrainConfig, want: TrainConfig) -> bool:
     """Whether a run saved with config `saved` trained the resolved config `want` (seed and
-    steps included): the algorithm is compared only where `want` names one (left unnamed, it is
+    steps included, the checkpoints kept not): the algorithm is compared only where `want` names one (left unnamed, it is
     chosen from the task and model, which are compared)."""
     if not want.algorithm_name:
         saved = dataclasses.replace(saved, algorithm_name="", algorithm=want.algorithm)
+    saved = dataclasses.replace(saved, run=dataclasses.replace(saved.run, keep=want.run.keep))
     return saved == want
 
 

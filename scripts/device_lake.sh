@@ -31,7 +31,7 @@ if [ -n "${SEQUENTIAL:-}" ]; then
   # One process, the runs one after another (ONLY: labels, SEEDS), for BUDGET seconds.
   mkdir -p "$DIR/parts/sequential"
   timeout "$BUDGET" python3 -m runs.cli sweep "$SWEEP" --out "$DIR/parts/sequential" --seeds $SEEDS \
-    --only $ONLY --no-progress > "$DIR/parts/sequential/sweep.log" 2>&1
+    --only $ONLY --no-progress ${CHECKPOINTS:+--keep 1} > "$DIR/parts/sequential/sweep.log" 2>&1
   echo "sequential sweep: exit $?" > "$DIR/driver.log"
 else
   python3 scripts/device_runs.py "$SWEEP" --out "$DIR" --budget "$BUDGET" --runs $RUNS ${EXTRA:-}
@@ -41,7 +41,9 @@ cp "$DIR/driver.log" "$OUT/"
 if [ -n "${CHECKPOINTS:-}" ]; then
   # With the checkpoints (so that a run the budget stopped can be resumed on another machine
   # with the same `zoo sweep` command), in parts of at most 15 MiB: the largest file that
-  # comes back from a device call is 16 MiB. Join with `cat runs.tgz.* | tar xz`.
+  # comes back from a device call is 16 MiB, and 64 MiB in all, so the sequential sweep keeps
+  # one checkpoint per run (--keep 1; a meta seq2seq checkpoint is about 43 MB). Join with
+  # `cat runs.tgz.* | tar xz`.
   tar czf - -C "$DIR" parts | split -b 15M -d - "$OUT/runs.tgz."
 else
   tar czf "$OUT/runs.tgz" --exclude=checkpoints -C "$DIR" parts

@@ -610,3 +610,29 @@ def test_a_sweep_copies_runs_another_sweep_trained_with_the_same_config(tmp_path
     history = runs.run.read_history(copied)
     assert history[-1]["event"] == "copied" and history[-1]["from"] == str(origin.resolve())
     assert [e["n"] for e in report(out)["summary"]] == [1]
+
+
+def test_keep_sets_the_checkpoints_each_run_keeps_and_a_run_resumes_under_another(tmp_path):
+    """`--keep 1` leaves one checkpoint per run (a run directory small enough to bring back
+    from a GPU call); the count changes no number, so a run stopped under one `keep` resumes
+    under another, and a finished run of another sweep is reused whatever it kept."""
+    sweep = _tiny_sweep()
+    with pytest.raises(ValueError, match="--keep must be at least 1"):
+        run_sweep(sweep, "tiny", tmp_path, keep=0)
+    assert {c.run.keep for _, _, c in plan(sweep, seeds=(0,), keep=1)} == {1}
+    assert {c.run.keep for _, _, c in plan(sweep, seeds=(0,))} == {5}  # each run's own
+
+    out = tmp_path / "sweep"
+    run_sweep(sweep, "tiny", out, seeds=(0,), steps=4, only=["comp"], progress=False, keep=1)
+    checkpoints = out / "comp" / "seed_0" / "checkpoints"
+    assert sorted(p.name for p in checkpoints.iterdir() if p.name.isdigit()) == ["4"]
+    # The same run to 6 steps under the sweep's own keep may resume it; another lr may not.
+    config = plan(sweep, seeds=(0,), steps=6)[0][2]
+    runs.run.prepare(config, out / "comp" / "seed_0", resume=True)
+    other = dataclasses.replace(config, outer=dataclasses.replace(config.outer, lr=0.5))
+    with pytest.raises(runs.run.RunError, match="outer.lr"):
+        runs.run.prepare(other, out / "comp" / "seed_0", resume=True)
+
+    config = plan(sweep, seeds=(0,), steps=4)[0][2]
+    candidates = runs.sweeps._finished_runs([out])
+    assert runs.sweeps._reuse(candidates, config, tmp_path / "copy") is not None
