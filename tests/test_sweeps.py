@@ -630,7 +630,7 @@ def test_keep_sets_the_checkpoints_each_run_keeps_and_a_run_resumes_under_anothe
     config = plan(sweep, seeds=(0,), steps=6)[0][2]
     runs.run.prepare(config, out / "comp" / "seed_0", resume=True)
     other = dataclasses.replace(config, outer=dataclasses.replace(config.outer, lr=0.5))
-    with pytest.raises(runs.run.RunError, match="outer.lr"):
+    with pytest.raises(runs.run.RunError, match=r"outer\.lr"):
         runs.run.prepare(other, out / "comp" / "seed_0", resume=True)
 
     config = plan(sweep, seeds=(0,), steps=4)[0][2]
