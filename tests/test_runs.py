@@ -431,7 +431,7 @@ def test_resume_with_other_settings(run_a: pathlib.Path, no_training: None):
         outer=dataclasses.replace(CONFIG.outer, lr=0.5),
         task=dataclasses.replace(CONFIG.task, temperature=0.2),
     )
-    with pytest.raises(RunError, match=r"only run\.steps may change") as info:
+    with pytest.raises(RunError, match=r"only run\.steps and run\.keep may change") as info:
         train(changed, run_a, resume=True, progress=False)
     message = str(info.value)
     assert "outer.lr: saved 0.01, given 0.5" in message
