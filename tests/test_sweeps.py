@@ -579,6 +579,20 @@ def test_the_continuous_fig2d_grid_crosses_the_factors_and_reuses_the_diagonal()
     assert grid["continuous-h2-m8"].config.model.num_modules == 48
 
 
+def test_the_continuous_fig2d_grid_at_the_authors_outer_lr_changes_only_the_lr():
+    """`schug2024/fig2d-grid-continuous-cpu-lr1e-3` is the continuous CPU grid with the authors'
+    outer learning rate 1e-3 in place of the CPU presets' 3e-3, and nothing else changed."""
+    grid = {r.label: r for r in runs.presets.SWEEPS["schug2024/fig2d-grid-continuous-cpu"].runs}
+    slow = runs.presets.SWEEPS["schug2024/fig2d-grid-continuous-cpu-lr1e-3"]
+    assert {r.label for r in slow.runs} == set(grid)
+    assert {grid[r.label].config.outer.lr for r in slow.runs} == {3e-3}
+    for run in slow.runs:
+        assert run.config.outer.lr == 1e-3
+        outer = dataclasses.replace(run.config.outer, lr=grid[run.label].config.outer.lr)
+        assert dataclasses.replace(run.config, outer=outer) == grid[run.label].config
+    assert "outer lr 0.001" in slow.description
+
+
 def test_a_sweep_copies_runs_another_sweep_trained_with_the_same_config(tmp_path, capsys):
     """`reuse`: a run whose exact config and seed a finished run of another sweep trained is
     copied, not trained (its history names the origin); another config or seed is not."""
