@@ -664,11 +664,14 @@ def _fig2c() -> Sweep:
     )
 
 
-def _fig2d() -> Sweep:
+def _fig2d(ratios: tuple[int, ...] = (1, 2, 4, 8)) -> Sweep:
+    """Fig. 2D at CPU scale along the diagonal of the authors' grid: students with hidden width
+    and module count both `ratios` times the teacher's (16, 6), both kinds of codes, the CPU
+    presets of Fig. 2C otherwise (12,000 steps, 100 inner steps, outer lr 3e-3)."""
     runs = []
     for dist in ("discrete", "continuous"):
         base = get_preset(f"schug2024/teacher-student-{dist}-connected-cpu")
-        for ratio in (1, 2, 4, 8):
+        for ratio in ratios:
             model = ShallowHypernetConfig(hidden=16 * ratio, num_modules=6 * ratio)
             runs.append(
                 SweepRun(
@@ -679,7 +682,7 @@ def _fig2d() -> Sweep:
             )
     return Sweep(
         "Fig. 2D: module alignment against student over-parameterization (hidden and modules "
-        "both x1, x2, x4, x8 the teacher's), connected support",
+        f"both {', '.join(f'x{r}' for r in ratios)} the teacher's), connected support",
         tuple(runs),
         metrics=("identification.alignment", "ood.mse"),
         x="overparameterization",
@@ -694,6 +697,7 @@ def _fig2d() -> Sweep:
 FIG2D_FACTORS = (2, 4, 8, 16, 32)
 FIG2D_WEIGHT_DECAY = (0.0, 1e-5, 1e-4, 1e-3)
 FIG2D_CPU_FACTORS = (1, 2, 4, 8)
+FIG2D_CPU_DIAGONAL = (1, 2, 4, 8, 16, 32)
 
 
 def _fig2d_grid(cpu: bool = True, dist: str = "discrete", outer_lr: float | None = None) -> Sweep:
@@ -1125,6 +1129,8 @@ def _madan_ablations() -> Sweep:
 SWEEPS: dict[str, Sweep] = {
     "schug2024/fig2c-cpu": _fig2c(),
     "schug2024/fig2d-cpu": _fig2d(),
+    # The same diagonal out to the authors' largest factor, 32; its x1-x8 runs are fig2d-cpu's.
+    "schug2024/fig2d-cpu-x32": _fig2d(FIG2D_CPU_DIAGONAL),
     "schug2024/fig2d-grid": _fig2d_grid(cpu=False),
     "schug2024/fig2d-grid-cpu": _fig2d_grid(),
     "schug2024/fig2d-grid-continuous-cpu": _fig2d_grid(dist="continuous"),

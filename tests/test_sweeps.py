@@ -564,6 +564,26 @@ def test_fig2d_against_weight_decay_reuses_the_runs_at_zero():
         assert weight_decays == {1e-5, 1e-4, 1e-3}
 
 
+def test_the_fig2d_diagonal_to_x32_extends_fig2d_cpu():
+    """`schug2024/fig2d-cpu-x32` is `fig2d-cpu`'s diagonal out to the authors' largest factor:
+    its x1-x8 runs are `fig2d-cpu`'s (so `--reuse` copies them), and x16 and x32 scale the
+    teacher's hidden width (16) and module count (6) by 16 and 32, all else equal."""
+    single = {r.label: r for r in runs.presets.SWEEPS["schug2024/fig2d-cpu"].runs}
+    wide = {r.label: r for r in runs.presets.SWEEPS["schug2024/fig2d-cpu-x32"].runs}
+    assert set(wide) == set(single) | {
+        f"{d}-x{r}" for d in ("discrete", "continuous") for r in (16, 32)
+    }
+    for label, run in single.items():
+        assert wide[label].config == run.config
+    for dist in ("discrete", "continuous"):
+        for ratio in (16, 32):
+            config = wide[f"{dist}-x{ratio}"].config
+            assert (config.model.hidden, config.model.num_modules) == (16 * ratio, 6 * ratio)
+            x1 = single[f"{dist}-x1"].config
+            assert dataclasses.replace(config, model=x1.model) == x1
+    assert "x16, x32" in runs.presets.SWEEPS["schug2024/fig2d-cpu-x32"].description
+
+
 def test_the_continuous_fig2d_grid_crosses_the_factors_and_reuses_the_diagonal():
     """`schug2024/fig2d-grid-continuous-cpu` is the CPU grid with continuous codes: every
     student trains on continuous codes, and its diagonal is `fig2d-cpu`'s continuous runs."""
