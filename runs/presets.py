@@ -664,7 +664,17 @@ def _fig2c() -> Sweep:
     )
 
 
-def _fig2d(ratios: tuple[int, ...] = (1, 2, 4, 8)) -> Sweep:
+# Fig. 2D as the authors ran it (their `sweeps/theory/overparam.yml`): the student's hidden width
+# and module count each 2-32 times the teacher's (16, 6), crossed, the outer AdamW's weight decay
+# 0-1e-3, both kinds of codes, connected support, 60,000 outer steps (their `train_step` 10,000
+# times `n_task` 6), 300 inner steps.
+FIG2D_FACTORS = (2, 4, 8, 16, 32)
+FIG2D_WEIGHT_DECAY = (0.0, 1e-5, 1e-4, 1e-3)
+FIG2D_CPU_FACTORS = (1, 2, 4, 8)
+FIG2D_CPU_DIAGONAL = (1, 2, 4, 8, 16, 32)
+
+
+def _fig2d(ratios: tuple[int, ...] = FIG2D_CPU_FACTORS) -> Sweep:
     """Fig. 2D at CPU scale along the diagonal of the authors' grid: students with hidden width
     and module count both `ratios` times the teacher's (16, 6), both kinds of codes, the CPU
     presets of Fig. 2C otherwise (12,000 steps, 100 inner steps, outer lr 3e-3)."""
@@ -688,16 +698,6 @@ def _fig2d(ratios: tuple[int, ...] = (1, 2, 4, 8)) -> Sweep:
         x="overparameterization",
         hue="codes",
     )
-
-
-# Fig. 2D as the authors ran it (their `sweeps/theory/overparam.yml`): the student's hidden width
-# and module count each 2-32 times the teacher's (16, 6), crossed, the outer AdamW's weight decay
-# 0-1e-3, both kinds of codes, connected support, 60,000 outer steps (their `train_step` 10,000
-# times `n_task` 6), 300 inner steps.
-FIG2D_FACTORS = (2, 4, 8, 16, 32)
-FIG2D_WEIGHT_DECAY = (0.0, 1e-5, 1e-4, 1e-3)
-FIG2D_CPU_FACTORS = (1, 2, 4, 8)
-FIG2D_CPU_DIAGONAL = (1, 2, 4, 8, 16, 32)
 
 
 def _fig2d_grid(cpu: bool = True, dist: str = "discrete", outer_lr: float | None = None) -> Sweep:
