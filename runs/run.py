@@ -515,6 +515,13 @@ def _check_directory(
                 f"and run.keep may change; with --allow-changes, also {', '.join(sorted(CHANGEABLE))}):\n  "
                 + "\n  ".join(refused)
             )
+        evaluated = max((r["step"] for r in read_metrics(out) if r["pool"] != "train"), default=0)
+        if evaluated > 0 and not (out / "checkpoints").is_dir():
+            raise RunError(
+                f"--resume: {out} holds evaluations up to step {evaluated} but no checkpoints "
+                "(a run exported, or copied from an export, without them), so it cannot "
+                "continue; nothing there was changed. Train it again in another --out."
+            )
         return changes
     elif not _is_blank(out):
         raise RunError(

@@ -151,10 +151,12 @@ def _with_seed(
 
 def _finished(directory: Path, steps: int) -> bool:
     """A run is finished once its final checkpoint is committed (Orbax renames a step's folder
-    into place last) and its final evaluation is written."""
+    into place last) and its final evaluation is written; a run exported without its
+    checkpoints (`export`: no `checkpoints` folder at all) once its final evaluation is."""
     from .run import read_metrics
 
-    if not (directory / "checkpoints" / str(steps)).is_dir():
+    checkpoints = directory / "checkpoints"
+    if checkpoints.exists() and not (checkpoints / str(steps)).is_dir():
         return False
     return any(row["step"] == steps and row["pool"] != "train" for row in read_metrics(directory))
 

@@ -669,6 +669,34 @@ def test_a_sweep_copies_runs_another_sweep_trained_with_the_same_config(tmp_path
     assert [e["n"] for e in report(out)["summary"]] == [1]
 
 
+def test_a_sweep_reuses_exported_runs_and_never_retrains_their_copies(tmp_path, capsys):
+    """An exported sweep (`export`: the committed kind, no checkpoints) serves `reuse`: its
+    finished runs are copied and count as done; a copy cannot be continued to more steps (it
+    has no checkpoint to resume), which is an error that leaves its numbers as they were."""
+    first, exported = tmp_path / "first", tmp_path / "exported"
+    run_sweep(_tiny_sweep(), "tiny", first, seeds=(0,), only=["comp"], progress=False)
+    assert runs.sweeps.export(first, exported) == ["comp/seed_0"]
+    assert not (exported / "comp" / "seed_0" / "checkpoints").exists()
+
+    out = tmp_path / "second"
+    run_sweep(
+        _tiny_sweep(), "tiny", out, seeds=(0,), only=["comp"], progress=False, reuse=[exported]
+    )
+    assert "comp seed 0: copied from" in capsys.readouterr().err
+    copied = out / "comp" / "seed_0"
+    metrics = (copied / "metrics.jsonl").read_text()
+    assert metrics == (first / "comp" / "seed_0" / "metrics.jsonl").read_text()
+    run_sweep(_tiny_sweep(), "tiny", out, seeds=(0,), only=["comp"], progress=False)
+    assert "comp seed 0: done already" in capsys.readouterr().err
+
+    failures = run_sweep(
+        _tiny_sweep(), "tiny", out, seeds=(0,), steps=4, only=["comp"], progress=False
+    )
+    assert len(failures) == 1 and "no checkpoints" in failures[0]
+    assert (copied / "metrics.jsonl").read_text() == metrics
+    assert not (copied / "checkpoints").exists()
+
+
 def test_keep_sets_the_checkpoints_each_run_keeps_and_a_run_resumes_under_another(tmp_path):
     """`--keep 1` leaves one checkpoint per run (a run directory small enough to bring back
     from a GPU call); the count changes no number, so a run stopped under one `keep` resumes
