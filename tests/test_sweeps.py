@@ -584,18 +584,24 @@ def test_the_fig2d_diagonal_to_x32_extends_fig2d_cpu():
     assert "x16, x32" in runs.presets.SWEEPS["schug2024/fig2d-cpu-x32"].description
 
 
+def _assert_only_the_outer_lr_differs(fast: Sweep, slow: Sweep):
+    """`slow` has `fast`'s runs with the authors' outer lr 1e-3 in place of the CPU presets'
+    3e-3, and nothing else changed."""
+    by_label = {r.label: r for r in fast.runs}
+    assert {r.label for r in slow.runs} == set(by_label)
+    assert {by_label[r.label].config.outer.lr for r in slow.runs} == {3e-3}
+    for run in slow.runs:
+        assert run.config.outer.lr == 1e-3
+        outer = dataclasses.replace(run.config.outer, lr=3e-3)
+        assert dataclasses.replace(run.config, outer=outer) == by_label[run.label].config
+
+
 def test_the_fig2d_diagonal_at_the_authors_outer_lr_changes_only_the_lr():
     """`schug2024/fig2d-cpu-x32-lr1e-3` is the diagonal out to x32 with the authors' outer
     learning rate 1e-3 in place of the CPU presets' 3e-3, nothing else changed; its continuous
     x1-x8 runs are the diagonal cells of the continuous grid at 1e-3 (so `--reuse` copies them)."""
-    fast = {r.label: r for r in runs.presets.SWEEPS["schug2024/fig2d-cpu-x32"].runs}
     slow = runs.presets.SWEEPS["schug2024/fig2d-cpu-x32-lr1e-3"]
-    assert {r.label for r in slow.runs} == set(fast)
-    assert {fast[r.label].config.outer.lr for r in slow.runs} == {3e-3}
-    for run in slow.runs:
-        assert run.config.outer.lr == 1e-3
-        outer = dataclasses.replace(run.config.outer, lr=3e-3)
-        assert dataclasses.replace(run.config, outer=outer) == fast[run.label].config
+    _assert_only_the_outer_lr_differs(runs.presets.SWEEPS["schug2024/fig2d-cpu-x32"], slow)
     grid = {
         r.label: r for r in runs.presets.SWEEPS["schug2024/fig2d-grid-continuous-cpu-lr1e-3"].runs
     }
@@ -625,14 +631,10 @@ def test_the_continuous_fig2d_grid_crosses_the_factors_and_reuses_the_diagonal()
 def test_the_continuous_fig2d_grid_at_the_authors_outer_lr_changes_only_the_lr():
     """`schug2024/fig2d-grid-continuous-cpu-lr1e-3` is the continuous CPU grid with the authors'
     outer learning rate 1e-3 in place of the CPU presets' 3e-3, and nothing else changed."""
-    grid = {r.label: r for r in runs.presets.SWEEPS["schug2024/fig2d-grid-continuous-cpu"].runs}
     slow = runs.presets.SWEEPS["schug2024/fig2d-grid-continuous-cpu-lr1e-3"]
-    assert {r.label for r in slow.runs} == set(grid)
-    assert {grid[r.label].config.outer.lr for r in slow.runs} == {3e-3}
-    for run in slow.runs:
-        assert run.config.outer.lr == 1e-3
-        outer = dataclasses.replace(run.config.outer, lr=grid[run.label].config.outer.lr)
-        assert dataclasses.replace(run.config, outer=outer) == grid[run.label].config
+    _assert_only_the_outer_lr_differs(
+        runs.presets.SWEEPS["schug2024/fig2d-grid-continuous-cpu"], slow
+    )
     assert "outer lr 0.001" in slow.description
 
 
