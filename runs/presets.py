@@ -1137,6 +1137,8 @@ SWEEPS: dict[str, Sweep] = {
     # The same diagonal out to the authors' largest factor, 32; its x1-x8 runs are fig2d-cpu's.
     "schug2024/fig2d-cpu-x32": _fig2d(FIG2D_CPU_DIAGONAL),
     "schug2024/fig2d-cpu-x32-lr1e-3": _fig2d(FIG2D_CPU_DIAGONAL, outer_lr=1e-3),
+    # At 1e-3 the discrete x32 student's outer loss rises after step 300; a third of the lr.
+    "schug2024/fig2d-cpu-x32-lr3e-4": _fig2d(FIG2D_CPU_DIAGONAL, outer_lr=3e-4),
     "schug2024/fig2d-grid": _fig2d_grid(cpu=False),
     "schug2024/fig2d-grid-cpu": _fig2d_grid(),
     "schug2024/fig2d-grid-continuous-cpu": _fig2d_grid(dist="continuous"),

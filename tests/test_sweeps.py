@@ -584,14 +584,14 @@ def test_the_fig2d_diagonal_to_x32_extends_fig2d_cpu():
     assert "x16, x32" in runs.presets.SWEEPS["schug2024/fig2d-cpu-x32"].description
 
 
-def _assert_only_the_outer_lr_differs(fast: Sweep, slow: Sweep):
-    """`slow` has `fast`'s runs with the authors' outer lr 1e-3 in place of the CPU presets'
-    3e-3, and nothing else changed."""
+def _assert_only_the_outer_lr_differs(fast: Sweep, slow: Sweep, lr: float = 1e-3):
+    """`slow` has `fast`'s runs with outer lr `lr` (the authors' 1e-3 unless given) in place of
+    the CPU presets' 3e-3, and nothing else changed."""
     by_label = {r.label: r for r in fast.runs}
     assert {r.label for r in slow.runs} == set(by_label)
     assert {by_label[r.label].config.outer.lr for r in slow.runs} == {3e-3}
     for run in slow.runs:
-        assert run.config.outer.lr == 1e-3
+        assert run.config.outer.lr == lr
         outer = dataclasses.replace(run.config.outer, lr=3e-3)
         assert dataclasses.replace(run.config, outer=outer) == by_label[run.label].config
 
@@ -611,6 +611,14 @@ def test_the_fig2d_diagonal_at_the_authors_outer_lr_changes_only_the_lr():
             grid[f"continuous-h{ratio}-m{ratio}"].config == diagonal[f"continuous-x{ratio}"].config
         )
     assert "outer lr 0.001" in slow.description
+
+
+def test_the_fig2d_diagonal_at_a_third_of_the_authors_lr_changes_only_the_lr():
+    """`schug2024/fig2d-cpu-x32-lr3e-4` is the same diagonal at outer lr 3e-4 (for the students
+    that diverge at 1e-3), nothing else changed, and its title says so."""
+    slow = runs.presets.SWEEPS["schug2024/fig2d-cpu-x32-lr3e-4"]
+    _assert_only_the_outer_lr_differs(runs.presets.SWEEPS["schug2024/fig2d-cpu-x32"], slow, 3e-4)
+    assert "outer lr 0.0003" in slow.description
 
 
 def test_the_continuous_fig2d_grid_crosses_the_factors_and_reuses_the_diagonal():
