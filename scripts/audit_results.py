@@ -145,9 +145,13 @@ def _siblings(path: Path) -> list[Path]:
 def sections(doc: Path) -> Iterator[tuple[str, list[str], list[tuple[int, str]]]]:
     """(heading, the data paths its text names, its table rows with their line numbers) of each
     section of `doc` that has a table; the separator rows of tables are left out."""
-    heading, text, rows = "", [], []
+    heading, text, rows, fenced = "", [], [], False
     for i, line in enumerate([*doc.read_text().splitlines(), "# end"], 1):
-        if line.startswith("#"):
+        if line.startswith("```"):
+            fenced = not fenced
+        if fenced or line.startswith("```"):
+            text.append(line)  # a `# comment` in a code block is not a heading
+        elif line.startswith("#"):
             if rows:
                 yield heading, sorted(set(DATA_PATH.findall("\n".join(text)))), rows
             heading, text, rows = line.lstrip("#").strip(), [], []
