@@ -647,10 +647,51 @@ class ReportCommand:
     """Report every run at this outer step (its evaluation there) rather than at its last:
     compares runs trained to different lengths at the same point. Recorded in the sweep's
     directory, so later reports use it too; `--step 0` goes back to each run's last step."""
+    best: str | None = None
+    """Report each run with its evaluation of lowest `pool.metric` (e.g. `test.loss`, the
+    in-distribution validation loss by which the authors of Schug et al. keep a model;
+    `max:pool.metric` for highest) rather than its last; with `--step`, the best up to that
+    step. Recorded in the sweep's directory as `--step` is; `--best last` goes back to the last
+    model."""
+
+
+def _set_best(directory: Path, best: str) -> str | None:
+    """Apply `zoo report --best` to the sweep in `directory`; the error, if `best` is not
+    `last`, `pool.metric` or `max:pool.metric` naming a metric its runs were evaluated on."""
+    from .run import read_metrics
+    from .sweeps import SWEEP_FILE, run_dir, set_report_best
+
+    if best == "last":
+        set_report_best(directory, None)
+        return None
+    maximize = best.startswith("max:")
+    metric = best.removeprefix("max:")
+    pool, _, name = metric.partition(".")
+    if not pool or not name:
+        return (
+            f"--best must be `last`, `pool.metric` or `max:pool.metric` (e.g. test.loss), "
+            f"got {best!r}."
+        )
+    record = json.loads((directory / SWEEP_FILE).read_text())
+    seen = set()
+    for run in record["runs"]:
+        for seed in record["seeds"]:
+            for row in read_metrics(run_dir(directory, run["label"], seed)):
+                if row["pool"] != "train":
+                    seen |= {
+                        f"{row['pool']}.{key}" for key in row if key not in ("step", "pool", "time")
+                    }
+    if seen and metric not in seen:
+        return (
+            f"--best {best}: the runs in {directory} were not evaluated on {metric!r}; choose "
+            f"one of {', '.join(sorted(seen))}."
+        )
+    set_report_best(directory, metric, maximize)
+    return None
 
 
 def _report(argv: list[str]) -> int:
-    from .sweeps import SWEEP_FILE, export, report, set_report_step
+    from .sweeps import SWEEP_FILE, export, report, reported_model, set_report_step
 
     command = tyro.cli(ReportCommand, args=argv, prog="zoo report")
     if not (command.directory / SWEEP_FILE).is_file():
@@ -665,6 +706,11 @@ def _report(argv: list[str]) -> int:
             print(f"zoo report: --step must be 0 or more, got {command.step}.", file=sys.stderr)
             return 1
         set_report_step(command.directory, command.step or None)
+    if command.best is not None:
+        error = _set_best(command.directory, command.best)
+        if error:
+            print(f"zoo report: {error}", file=sys.stderr)
+            return 1
     if command.export is not None:
         try:
             copied = export(command.directory, command.export)
@@ -681,7 +727,11 @@ def _report(argv: list[str]) -> int:
             f"{entry['label']:<36} {entry['metric']:<28} "
             f"{entry['mean']:.4f} +- {entry['std']:.4f} (n={entry['n']}){paper}"
         )
-    print(f"wrote results.csv, summary.csv, summary.json and figure.png in {command.directory}")
+    record = json.loads((command.directory / SWEEP_FILE).read_text())
+    print(
+        f"wrote results.csv, summary.csv, summary.json and figure.png in {command.directory} "
+        f"({reported_model(record)})"
+    )
     return 0
 
 

@@ -459,6 +459,8 @@ def _write_sweep_file(
         record["seeds"] = seeds_all
         if "report_step" in old:  # set by `zoo report --step`: kept until it is changed there
             record["report_step"] = old["report_step"]
+        if "report_best" in old:  # set by `zoo report --best`, likewise
+            record["report_best"] = old["report_best"]
     atomic_write_text(path, json.dumps(record, indent=2) + "\n")
 
 
@@ -483,14 +485,19 @@ def export(src: Path, dest: Path) -> list[str]:
                 f"{dest} is reported at step {old.get('report_step')}, {src} at step "
                 f"{record.get('report_step')}; export into another directory."
             )
-    step = record.get("report_step")
+        if old.get("report_best") != record.get("report_best"):
+            raise ValueError(
+                f"{dest} reports {_model(old)}, {src} {_model(record)}; export into another "
+                "directory."
+            )
+    step, best = record.get("report_step"), record.get("report_best")
     copied = []
     for run in record["runs"]:
         for seed in record["seeds"]:
             directory = run_dir(src, run["label"], seed)
             if not (directory / "config.json").exists():
                 continue
-            if not _is_finished(directory, final_metrics(directory, step), step):
+            if not _is_finished(directory, final_metrics(directory, step, best), step):
                 continue  # unfinished: its numbers are not the run's
             target = run_dir(dest, run["label"], seed)
             target.mkdir(parents=True, exist_ok=True)
@@ -505,24 +512,51 @@ def export(src: Path, dest: Path) -> list[str]:
 # --------------------------------------------------------------------------- reporting
 
 
-def final_metrics(directory: Path, step: int | None = None) -> dict[str, float]:
+def _model(record: dict) -> str:
+    """Which model of each run a sweep record reports, in words."""
+    best = record.get("report_best")
+    if not best:
+        return "each run's last model"
+    return f"each run's model of {'highest' if best['maximize'] else 'lowest'} {best['metric']}"
+
+
+def final_metrics(
+    directory: Path, step: int | None = None, best: dict | None = None
+) -> dict[str, float]:
     """`{"pool.metric": value}` of the last evaluation of a run, or of its evaluation at `step`
-    (empty if it has none)."""
+    (empty if it has none). With `best` (`{"metric": "test.loss", "maximize": False}`, see
+    `set_report_best`), of the evaluation up to that one whose `metric` is best (a value that
+    is not finite counts as worst; of equal values the earliest), as papers that keep the model
+    of best validation loss report it; `final_step` is then the step the run was evaluated to,
+    `step` the one reported."""
     from .run import read_metrics
 
     rows = [r for r in read_metrics(directory) if r["pool"] != "train"]
     if step is not None:
-        rows = [r for r in rows if r["step"] == step]
+        if not any(r["step"] == step for r in rows):
+            return {}
+        rows = [r for r in rows if r["step"] <= step]
     if not rows:
         return {}
     last = max(r["step"] for r in rows)
-    out: dict[str, float] = {"step": float(last)}
+    evaluations: dict[int, dict[str, float]] = {}
     for row in rows:
-        if row["step"] == last:
-            for key, value in row.items():
-                if key not in ("step", "pool", "time"):
-                    out[f"{row['pool']}.{key}"] = float(value)
-    return out
+        found = evaluations.setdefault(row["step"], {"step": float(row["step"])})
+        for key, value in row.items():
+            if key not in ("step", "pool", "time"):
+                found[f"{row['pool']}.{key}"] = float(value)
+    if best is None:
+        return evaluations[last]
+    metric, sign = best["metric"], 1.0 if best["maximize"] else -1.0
+
+    def score(at: int) -> float:
+        value = evaluations[at].get(metric, math.nan)
+        return sign * value if math.isfinite(value) else -math.inf
+
+    if metric not in evaluations[last]:
+        return evaluations[last] | {"final_step": float(last)}  # nothing to choose on
+    chosen = max(sorted(evaluations), key=score)  # max keeps the first of equal scores
+    return evaluations[chosen] | {"final_step": float(last)}
 
 
 def _is_finished(directory: Path, found: dict[str, float], step: int | None = None) -> bool:
@@ -530,7 +564,7 @@ def _is_finished(directory: Path, found: dict[str, float], step: int | None = No
     the sweep is reported at `step`, of that step)."""
     if step is None:
         step = json.loads((directory / "config.json").read_text())["run"]["steps"]
-    return found.get("step") == step
+    return found.get("final_step", found.get("step")) == step
 
 
 def _provenance(directory: Path) -> dict[str, str]:
@@ -583,8 +617,37 @@ def set_report_step(out: Path, step: int | None) -> None:
     atomic_write_text(path, json.dumps(record, indent=2) + "\n")
 
 
+def set_report_best(out: Path, metric: str | None, maximize: bool = False) -> None:
+    """Report each run of the sweep in `out` with its evaluation of best `metric` (`pool.metric`,
+    e.g. `test.loss`; lowest unless `maximize`) rather than its last, from now on (None: the
+    last again), recorded in its sweep record as `report_step` is: the model a paper keeps by
+    validation loss. Choose on an in-distribution metric, so that the reported ones (e.g. OOD
+    accuracy) are not the ones that chose. With a report step, the best up to that step."""
+    path = out / SWEEP_FILE
+    record = json.loads(path.read_text())
+    if metric is None:
+        record.pop("report_best", None)
+    else:
+        record["report_best"] = {"metric": metric, "maximize": maximize}
+    atomic_write_text(path, json.dumps(record, indent=2) + "\n")
+
+
+def reported_model(record: dict) -> str:
+    """Which evaluation of each run a sweep record reports, in words, e.g. "each run's model of
+    lowest test.loss up to step 2,000"."""
+    step = record.get("report_step")
+    up_to = f" up to step {step:,}" if step is not None else ""
+    if record.get("report_best"):
+        return _model(record) + up_to
+    return f"each run's model at step {step:,}" if step is not None else _model(record)
+
+
 def _at(record: dict) -> str:
-    """`" at step N"` for a sweep reported at a step (`set_report_step`), else empty."""
+    """For a figure's title: `" at step N"` for a sweep reported at a step (`set_report_step`),
+    `", each run's model of lowest test.loss"` for one reported at its best (`set_report_best`),
+    else empty."""
+    if record.get("report_best"):
+        return f", {reported_model(record)}"
     step = record.get("report_step")
     return f" at step {step:,}" if step is not None else ""
 
@@ -593,15 +656,16 @@ def report(out: Path) -> dict[str, Any]:
     """Collect the runs of the sweep in `out` into `results.csv` (every run with an
     evaluation, unfinished ones marked), `summary.csv`, `summary.json` and `figure.png` (finished
     runs only; all in `out`); returns the summary. Each run counts with its last evaluation, or
-    with its evaluation at the sweep's report step where one is set (`set_report_step`)."""
+    with its evaluation at the sweep's report step where one is set (`set_report_step`), or
+    with its best evaluation where the sweep is reported so (`set_report_best`)."""
     record = json.loads((out / SWEEP_FILE).read_text())
-    step = record.get("report_step")
+    step, best = record.get("report_step"), record.get("report_best")
     rows = []
     for run in record["runs"]:
         for seed in record["seeds"]:
             directory = run_dir(out, run["label"], seed)
             if (directory / "metrics.jsonl").exists():
-                found = final_metrics(directory, step)
+                found = final_metrics(directory, step, best)
                 if found:
                     finished = _is_finished(directory, found, step)
                     row = {"label": run["label"], "seed": seed, **run["facets"]}

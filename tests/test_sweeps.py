@@ -209,6 +209,58 @@ def test_a_sweep_reported_at_a_step_compares_runs_of_different_lengths_there(tmp
     assert "--step must be 0 or more" in capsys.readouterr().err
 
 
+def test_a_sweep_reported_at_its_best_evaluation_keeps_each_runs_best_model(tmp_path, capsys):
+    """`zoo report DIR --best test.loss`: every run counts with its evaluation of lowest
+    in-distribution loss (the model the authors of Schug et al. keep), a diverged evaluation
+    (loss not finite) counting as worst; the run still counts as finished at its last step. The
+    choice is recorded (a plain report and an export agree), an export into a directory reported
+    otherwise is refused, `--best last` goes back, and a metric the runs lack is an error."""
+    src, dest, other = tmp_path / "src", tmp_path / "dest", tmp_path / "other"
+    run_sweep(_tiny_sweep(), "tiny", src, seeds=(0,), steps=4, progress=False)
+    at = {}
+    for label, loss in (("comp", {2: 0.5, 4: math.nan}), ("noncomp", {2: 0.7, 4: 0.6})):
+        path = src / label / "seed_0" / "metrics.jsonl"
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        assert {r["step"] for r in rows if r["pool"] == "test"} == {2, 4}
+        for r in rows:
+            if r["pool"] == "test":
+                r["loss"] = loss[r["step"]]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        at[label] = {s: runs.sweeps.final_metrics(src / label / "seed_0", s) for s in (2, 4)}
+    assert at["comp"][2]["ood.accuracy"] != at["comp"][4]["ood.accuracy"]
+
+    def table(directory):
+        with open(directory / "results.csv") as f:
+            return {r["label"]: r for r in csv.DictReader(f)}
+
+    assert main(["report", str(src), "--best", "test.loss"]) == 0
+    assert "model of lowest test.loss" in capsys.readouterr().out
+    rows = table(src)
+    assert {k: (r["step"], r["final_step"], r["finished"]) for k, r in rows.items()} == {
+        "comp": ("2.0", "4.0", "True"),  # step 4 diverged
+        "noncomp": ("4.0", "4.0", "True"),
+    }
+    assert float(rows["comp"]["ood.accuracy"]) == pytest.approx(at["comp"][2]["ood.accuracy"])
+    summary = json.loads((src / "summary.json").read_text())
+    assert [e["n"] for e in summary] == [1] * len(summary)
+    assert main(["report", str(src)]) == 0 and table(src) == rows  # the choice was recorded
+    assert main(["report", str(src), "--export", str(dest)]) == 0
+    assert table(dest) == rows
+    assert main(["report", str(src), "--step", "2"]) == 0  # the best up to step 2
+    assert table(src)["noncomp"]["step"] == "2.0" and table(src)["comp"]["step"] == "2.0"
+    assert main(["report", str(src), "--step", "0", "--best", "last"]) == 0
+    assert {r["step"] for r in table(src).values()} == {"4.0"}
+    assert "final_step" not in table(src)["comp"]
+    assert main(["report", str(src), "--export", str(dest)]) == 1
+    assert "reports each run's model of lowest test.loss" in capsys.readouterr().err
+    assert main(["report", str(src), "--export", str(other)]) == 0
+    assert main(["report", str(src), "--best", "loss"]) == 1
+    assert "--best must be `last`, `pool.metric`" in capsys.readouterr().err
+    assert main(["report", str(src), "--best", "test.nope"]) == 1
+    error = capsys.readouterr().err
+    assert "not evaluated on 'test.nope'" in error and "test.loss" in error
+
+
 def test_a_bad_setting_fails_before_any_run(tmp_path):
     sweep = _tiny_sweep()
     bad = dataclasses.replace(sweep.runs[1].config, model_name="no-such-model")
