@@ -658,35 +658,19 @@ class ReportCommand:
 def _set_best(directory: Path, best: str) -> str | None:
     """Apply `zoo report --best` to the sweep in `directory`; the error, if `best` is not
     `last`, `pool.metric` or `max:pool.metric` naming a metric its runs were evaluated on."""
-    from .run import read_metrics
-    from .sweeps import SWEEP_FILE, run_dir, set_report_best
+    from .sweeps import set_report_best
 
-    if best == "last":
-        set_report_best(directory, None)
-        return None
-    maximize = best.startswith("max:")
-    metric = best.removeprefix("max:")
-    pool, _, name = metric.partition(".")
-    if not pool or not name:
+    metric = None if best == "last" else best.removeprefix("max:")
+    pool, _, name = (metric or "").partition(".")
+    if metric is not None and not (pool and name):
         return (
             f"--best must be `last`, `pool.metric` or `max:pool.metric` (e.g. test.loss), "
             f"got {best!r}."
         )
-    record = json.loads((directory / SWEEP_FILE).read_text())
-    seen = set()
-    for run in record["runs"]:
-        for seed in record["seeds"]:
-            for row in read_metrics(run_dir(directory, run["label"], seed)):
-                if row["pool"] != "train":
-                    seen |= {
-                        f"{row['pool']}.{key}" for key in row if key not in ("step", "pool", "time")
-                    }
-    if seen and metric not in seen:
-        return (
-            f"--best {best}: the runs in {directory} were not evaluated on {metric!r}; choose "
-            f"one of {', '.join(sorted(seen))}."
-        )
-    set_report_best(directory, metric, maximize)
+    try:
+        set_report_best(directory, metric, maximize=best.startswith("max:"))
+    except ValueError as error:
+        return f"--best {best}: {error}"
     return None
 
 

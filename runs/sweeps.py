@@ -603,18 +603,23 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
         writer.writerows(rows)
 
 
+def _set_record(out: Path, key: str, value: Any) -> None:
+    """Set (or, with None, remove) one entry of the sweep record in `out`."""
+    path = out / SWEEP_FILE
+    record = json.loads(path.read_text())
+    if value is None:
+        record.pop(key, None)
+    else:
+        record[key] = value
+    atomic_write_text(path, json.dumps(record, indent=2) + "\n")
+
+
 def set_report_step(out: Path, step: int | None) -> None:
     """Report the sweep in `out` at outer step `step` from now on (None: at each run's last
     step), recorded in its sweep record so that a later `report(out)`, and `export`, give the
     same numbers. Reporting at a step compares runs trained to different lengths at the same
     point: a run evaluated at `step` counts as finished there."""
-    path = out / SWEEP_FILE
-    record = json.loads(path.read_text())
-    if step is None:
-        record.pop("report_step", None)
-    else:
-        record["report_step"] = step
-    atomic_write_text(path, json.dumps(record, indent=2) + "\n")
+    _set_record(out, "report_step", step)
 
 
 def set_report_best(out: Path, metric: str | None, maximize: bool = False) -> None:
@@ -622,14 +627,21 @@ def set_report_best(out: Path, metric: str | None, maximize: bool = False) -> No
     e.g. `test.loss`; lowest unless `maximize`) rather than its last, from now on (None: the
     last again), recorded in its sweep record as `report_step` is: the model a paper keeps by
     validation loss. Choose on an in-distribution metric, so that the reported ones (e.g. OOD
-    accuracy) are not the ones that chose. With a report step, the best up to that step."""
-    path = out / SWEEP_FILE
-    record = json.loads(path.read_text())
-    if metric is None:
-        record.pop("report_best", None)
-    else:
-        record["report_best"] = {"metric": metric, "maximize": maximize}
-    atomic_write_text(path, json.dumps(record, indent=2) + "\n")
+    accuracy) are not the ones that chose. With a report step, the best up to that step.
+    Raises `ValueError` if the sweep's runs have evaluations but none of `metric`."""
+    if metric is not None:
+        record = json.loads((out / SWEEP_FILE).read_text())
+        seen = set()
+        for run in record["runs"]:
+            for seed in record["seeds"]:
+                seen |= final_metrics(run_dir(out, run["label"], seed)).keys() - {"step"}
+        if seen and metric not in seen:
+            raise ValueError(
+                f"the runs in {out} were not evaluated on {metric!r}; choose one of "
+                f"{', '.join(sorted(seen))}."
+            )
+    value = None if metric is None else {"metric": metric, "maximize": maximize}
+    _set_record(out, "report_best", value)
 
 
 def reported_model(record: dict) -> str:
