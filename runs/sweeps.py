@@ -21,7 +21,7 @@ import textwrap
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from jaxtyping import Float
@@ -703,24 +703,33 @@ def report(out: Path) -> dict[str, Any]:
             paper = record["paper"].get(run["label"], {}).get(metric)
             entry["paper"] = paper if paper is not None else ""
             if chosen is not None:
-                entry["selection"] = chosen[run["label"]]
+                entry["selection"] = chosen[run["label"]].text
             summary.append(entry)
     _write_csv(out / "summary.csv", summary)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if summary and record.get("plot", "bars") == "grid":
-        _grid_figure(record, summary, out / "figure.png")
+        _grid_figure(record, summary, out / "figure.png", chosen)
     elif summary:
         _figure(record, summary, rows, out / "figure.png")
     _curves(record, out)
     return {"runs": rows, "summary": summary}
 
 
-def _select(record: dict, rows: list[dict]) -> dict[str, str] | None:
+class _Choice(NamedTuple):
+    """How a sweep's `Select` chose the run of a group: `text` for `summary.csv`, e.g. `"lowest
+    test.loss (mean of seeds 0, 1, 2) of 3/3 lr"`, from `compared` runs of the group (those with
+    finished seeds) of the `of` runs in it."""
+
+    text: str
+    compared: int
+    of: int
+
+
+def _select(record: dict, rows: list[dict]) -> dict[str, _Choice] | None:
     """For a sweep with a `Select` (None without one): the label of the run chosen in each group,
-    mapped to how it was chosen, e.g. `"lowest test.loss (mean of seeds 0, 1, 2) of 3/3 lr"`
-    (runs of the group with finished seeds / runs in the group). The runs are compared on the
-    seeds finished in all of them (where they share none, each on its own); a group none of
-    whose runs has finished has none."""
+    mapped to how it was chosen (`_Choice`). The runs are compared on the seeds finished in all
+    of them (where they share none, each on its own); a group none of whose runs has finished
+    has none."""
     select = record.get("select")
     if not select:
         return None
@@ -750,9 +759,8 @@ def _select(record: dict, rows: list[dict]) -> dict[str, str] | None:
         best = max(scores, key=lambda label: scores[label])
         seeds = ", ".join(str(s) for s in sorted(shared)) if shared else "each run's own"
         how = "highest" if select["maximize"] else "lowest"
-        chosen[best] = (
-            f"{how} {metric} (mean of seeds {seeds}) of {len(found)}/{len(labels)} {facet}"
-        )
+        text = f"{how} {metric} (mean of seeds {seeds}) of {len(found)}/{len(labels)} {facet}"
+        chosen[best] = _Choice(text, len(found), len(labels))
     return chosen
 
 
@@ -840,6 +848,15 @@ def _curves(record: dict, out: Path) -> list[tuple[str | None, str]]:
     return [(group, metric) for group in groups for metric in metrics]
 
 
+def _partial(choice: _Choice | None) -> str:
+    """`" (k of n)"` where a selecting sweep chose a cell's run among only k of its n runs (the
+    others not finished), else `""`: a cell chosen from fewer options than the sweep lists must
+    not read as fully tuned."""
+    if choice is None or choice.compared == choice.of:
+        return ""
+    return f" ({choice.compared} of {choice.of})"
+
+
 def _selected(record: dict) -> str:
     """For a sweep with a `Select`: a line on what each bar or cell is, for a figure's title."""
     select = record.get("select")
@@ -868,12 +885,14 @@ def _in(entry: dict, panel: dict[str, str]) -> bool:
 
 
 def _grid_figure(
-    record: dict, summary: list[dict], path: Path
+    record: dict, summary: list[dict], path: Path, chosen: dict[str, _Choice] | None = None
 ) -> dict[str, Float[np.ndarray, "hue x"]]:
     """A heat map per metric of the mean over seeds: the `x` facet across, the `hue` facet
     down, each cell annotated with its mean and n (a row of maps per combination of the other
-    facets, `_panels`). Returns the maps (NaN where no run finished), keyed by metric, or by
-    `"metric (facet values)"` where there are several rows."""
+    facets, `_panels`) and, in a selecting sweep, the selected facet's value, with `(k of n)`
+    where `chosen` (`_select`) says only k of the cell's n runs could be compared. Returns the
+    maps (NaN where no run finished), keyed by metric, or by `"metric (facet values)"` where
+    there are several rows."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -899,13 +918,17 @@ def _grid_figure(
         for ax, metric in zip(axes[row], metrics, strict=True):
             grid = np.full((len(hues), len(xs)), np.nan)
             counts = np.zeros((len(hues), len(xs)), int)
-            chosen = [[""] * len(xs) for _ in hues]  # the selected facet's value, where selected
+            notes = [[""] * len(xs) for _ in hues]  # the selected facet's value, where selected
             for e in summary:
                 if e["metric"] == metric and _in(e, panel):
                     i, j = hues.index(e[hue_facet]), xs.index(e[x_facet])
                     grid[i, j], counts[i, j] = e["mean"], e["n"]
                     if record.get("select"):
-                        chosen[i][j] = "\n" + e[record["select"]["facet"]]
+                        notes[i][j] = (
+                            "\n"
+                            + e[record["select"]["facet"]]
+                            + _partial((chosen or {}).get(e["label"]))
+                        )
             maps[f"{metric} ({name})" if name else metric] = grid
             if not counts.any():
                 ax.set_axis_off()
@@ -919,7 +942,7 @@ def _grid_figure(
                 for j in range(len(xs)):
                     if counts[i, j]:  # dark text on the bright cells
                         bright = (shown[i, j] - low) > 0.6 * (high - low)
-                        text = f"{grid[i, j]:.3g}\nn={counts[i, j]}" + chosen[i][j]
+                        text = f"{grid[i, j]:.3g}\nn={counts[i, j]}" + notes[i][j]
                         color = "k" if bright else "w"
                         ax.text(j, i, text, ha="center", va="center", fontsize=7, color=color)
             ax.set_xticks(range(len(xs)), xs, rotation=20, ha="right")
@@ -927,9 +950,11 @@ def _grid_figure(
             ax.set_xlabel(x_facet)
             ax.set_ylabel(hue_facet)
             ax.set_title(f"{metric}\n{name}" if name else metric, fontsize=9)
+    partial = any(c.compared < c.of for c in (chosen or {}).values())
     fig.suptitle(
         f"{record['name']}{_at(record)}: mean over the finished seeds (n per cell)"
-        + _selected(record),
+        + _selected(record)
+        + (f"; (k of n): among only k of the n {record['select']['facet']}" if partial else ""),
         fontsize=10,
     )
     fig.tight_layout()

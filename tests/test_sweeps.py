@@ -536,6 +536,43 @@ def test_a_selecting_sweep_reports_the_best_rate_of_each_cell(tmp_path):
     assert [e["label"] for e in report(tmp_path)["summary"]] == ["h1-lra", "h2-lrb"]
 
 
+def test_a_cell_chosen_among_fewer_rates_than_the_sweep_lists_says_so(tmp_path):
+    """A group some of whose runs have not finished is chosen among the others only; its cell
+    in the heat map reads `(k of n)` so that it does not pass for a fully tuned one."""
+    labels = [f"h{h}-lr{lr}" for h in (1, 2) for lr in ("a", "b", "c")]
+    record = {
+        "name": "test/partial",
+        "runs": [
+            {"label": label, "facets": {"hidden": label[:2], "lr": label[3:]}, "config": {}}
+            for label in labels
+        ],
+        "metrics": ["ood.accuracy"],
+        "x": "hidden",
+        "hue": "lr",
+        "plot": "grid",
+        "paper": {},
+        "seeds": [0],
+        "select": {"facet": "lr", "metric": "test.loss", "maximize": False},
+    }
+    finished = [r for r in record["runs"] if r["label"] != "h2-lrc"]  # h2: 2 of its 3 rates
+    values = {r["label"]: [{"test.loss": 1.0, "ood.accuracy": 0.5}] for r in finished}
+    _write_runs(tmp_path, finished, values)
+    rows = [{"label": r["label"], "seed": 0, "finished": True, "test.loss": 1.0} for r in finished]
+    chosen = runs.sweeps._select(record, rows)
+    assert chosen is not None
+    assert {label: (c.compared, c.of) for label, c in chosen.items()} == {
+        "h1-lra": (3, 3),
+        "h2-lra": (2, 3),
+    }
+    assert runs.sweeps._partial(chosen["h1-lra"]) == ""
+    assert runs.sweeps._partial(chosen["h2-lra"]) == " (2 of 3)"
+    assert chosen["h2-lra"].text == "lowest test.loss (mean of seeds 0) of 2/3 lr"
+    (tmp_path / "sweep.json").write_text(json.dumps(record))
+    summary = report(tmp_path)["summary"]
+    assert [e["selection"] for e in summary] == [chosen["h1-lra"].text, chosen["h2-lra"].text]
+    assert (tmp_path / "figure.png").stat().st_size > 1000
+
+
 def test_a_selection_the_runs_cannot_make_is_an_error():
     base = make_tiny_config(steps=2, eval_every=2)
     run = SweepRun("a", base, {"support": "compositional"})
