@@ -80,6 +80,7 @@ def main() -> None:
     )
     parser.add_argument("--cpus-per-run", type=int, default=2)
     parser.add_argument("--steps", type=int, help="outer steps of every run (default: its own)")
+    parser.add_argument("--keep", type=int, help="checkpoints each run keeps (default: its own)")
     args = parser.parse_args()
 
     start = time.monotonic()
@@ -120,6 +121,7 @@ def main() -> None:
             "--no-progress",
         ]
         command += ["--steps", str(args.steps)] if args.steps else []
+        command += ["--keep", str(args.keep)] if args.keep else []
         with (part / "sweep.log").open("w") as out:
             procs[spec] = subprocess.Popen(
                 command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
