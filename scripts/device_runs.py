@@ -42,6 +42,16 @@ def _steps(run_dir: Path, default: int) -> int:
     return read_config(run_dir).run.steps if (run_dir / "config.json").exists() else default
 
 
+def rate(first: tuple[float, int] | None, now: float, step: int) -> float | None:
+    """A run's steps per second since `first`, the (time, step) at which it was first seen
+    training (None before a second reading). Measured over the whole run rather than the last
+    window: a run spends a minute or more in each evaluation (compiled on the first one) while
+    the others train, so the steps of one window say little about the steps left."""
+    if first is None or now <= first[0] or step <= first[1]:
+        return None
+    return (step - first[1]) / (now - first[0])
+
+
 def runs_to_keep(
     alive: list[str],
     remaining: dict[str, int],
@@ -135,6 +145,7 @@ def main() -> None:
         say(f"stopped {spec} ({why})")
 
     last: dict[str, tuple[float, int]] = {}
+    started: dict[str, tuple[float, int]] = {}
     next_check = start + args.warmup
     while True:
         alive = [s for s, p in procs.items() if p.poll() is None]
@@ -150,14 +161,17 @@ def main() -> None:
             rates, remaining = {}, {}
             for spec in alive:
                 step = _step(dirs[spec])
-                if spec in last and last[spec][1] > 0 and now > last[spec][0]:
-                    rates[spec] = max(step - last[spec][1], 0) / (now - last[spec][0])
+                if step > 0 and spec not in started:
+                    started[spec] = (now, step)
+                measured = rate(started.get(spec), now, step)
+                if measured is not None:
+                    rates[spec] = measured
                 last[spec] = (now, step)
                 remaining[spec] = _steps(dirs[spec], 10**9) - step
-            # Decide once some run trains; a run not yet past a window of steps (still
-            # compiling) counts as furthest from its end.
+            # Decide once every run has a rate (or, should one never train, after half the
+            # budget); a run without one (still compiling) counts as furthest from its end.
             total = sum(rates.values())
-            if total > 0:
+            if total > 0 and (len(rates) == len(alive) or now - start > args.budget / 2):
                 say(
                     "steps/s "
                     + ", ".join(f"{s} {rates.get(s, 0.0):.1f} ({last[s][1]})" for s in alive)

@@ -10,6 +10,7 @@ assert _spec is not None and _spec.loader is not None
 device_runs = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(device_runs)
 runs_to_keep = device_runs.runs_to_keep
+rate = device_runs.rate
 
 GIVEN = ["a", "b", "c", "d"]
 
@@ -34,3 +35,11 @@ def test_runs_still_compiling_go_first_and_ties_keep_the_given_order():
     kept = runs_to_keep(GIVEN, remaining, rates, GIVEN, 250.0, 1.0, 0.0)  # 5 steps/s each
     assert kept == ["b", "c"]
     assert runs_to_keep(GIVEN, remaining, rates, GIVEN, 10.0, 1.0, 0.0) == ["b"]  # at least one
+
+
+def test_the_rate_spans_the_whole_run_so_an_evaluation_pause_does_not_stop_it():
+    # First seen at step 900 after 80 s; then 100 s in an evaluation (no new steps) and 20 s
+    # training at 50 steps/s: a 30-s window would read about 0 or 50 steps/s, the run 5.
+    assert rate((80.0, 900), 200.0, 1900) == 1000 / 120
+    assert rate(None, 200.0, 1900) is None  # not yet seen training
+    assert rate((80.0, 900), 200.0, 900) is None  # no step since: no rate yet
