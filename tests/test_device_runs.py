@@ -39,7 +39,7 @@ def test_runs_still_compiling_go_first_and_ties_keep_the_given_order():
 
 def test_the_rate_spans_the_whole_run_so_an_evaluation_pause_does_not_stop_it():
     # First seen at step 900 after 80 s; then 100 s in an evaluation (no new steps) and 20 s
-    # training at 50 steps/s: a 30-s window would read about 0 or 50 steps/s, the run 5.
+    # training at 50 steps/s: a 30-s window would read 0 or 50 steps/s, the whole run 8.3.
     assert rate((80.0, 900), 200.0, 1900) == 1000 / 120
     assert rate(None, 200.0, 1900) is None  # not yet seen training
     assert rate((80.0, 900), 200.0, 900) is None  # no step since: no rate yet
