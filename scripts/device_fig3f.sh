@@ -10,7 +10,7 @@
 #   pip wheel --no-deps --no-build-isolation . -w .whl && pip install -e ".[dev]"
 #
 # Measured on an H200 (stop 71, docs/results.md): a run spends its first 70-80 s compiling and
-# then trains 6,000 steps (six evaluations included) in 140 s alone, 190-200 s beside two to four
+# then trains 6,000 steps (six evaluations included) in 140 s alone, 185-205 s beside two to four
 # others; its step-1,000 evaluation (compiled then) holds it a minute or more while the others
 # train. The driver used to judge rates over its last 30-40 s window and stopped runs that could
 # have finished (4 of 6 ended in two calls); it now measures each run's rate since it was first
