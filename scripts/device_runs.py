@@ -144,7 +144,7 @@ def main() -> None:
             os.killpg(procs[spec].pid, signal.SIGTERM)
         say(f"stopped {spec} ({why})")
 
-    last: dict[str, tuple[float, int]] = {}
+    steps: dict[str, int] = {}
     started: dict[str, tuple[float, int]] = {}
     next_check = start + args.warmup
     while True:
@@ -166,7 +166,7 @@ def main() -> None:
                 measured = rate(started.get(spec), now, step)
                 if measured is not None:
                     rates[spec] = measured
-                last[spec] = (now, step)
+                steps[spec] = step
                 remaining[spec] = _steps(dirs[spec], 10**9) - step
             # Decide once every run has a rate (or, should one never train, after half the
             # budget); a run without one (still compiling) counts as furthest from its end.
@@ -174,7 +174,7 @@ def main() -> None:
             if total > 0 and (len(rates) == len(alive) or now - start > args.budget / 2):
                 say(
                     "steps/s "
-                    + ", ".join(f"{s} {rates.get(s, 0.0):.1f} ({last[s][1]})" for s in alive)
+                    + ", ".join(f"{s} {rates.get(s, 0.0):.1f} ({steps[s]})" for s in alive)
                     + f"; total {total:.1f}"
                 )
                 keep = runs_to_keep(
