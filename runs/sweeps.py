@@ -718,11 +718,13 @@ def report(out: Path) -> dict[str, Any]:
 class _Choice(NamedTuple):
     """How a sweep's `Select` chose the run of a group: `text` for `summary.csv`, e.g. `"lowest
     test.loss (mean of seeds 0, 1, 2) of 3/3 lr"`, from `compared` runs of the group (those with
-    finished seeds) of the `of` runs in it."""
+    finished seeds) of the `of` runs in it, on `seeds` seeds (those finished in all of them; 0
+    where they share none and each was judged on its own)."""
 
     text: str
     compared: int
     of: int
+    seeds: int
 
 
 def _select(record: dict, rows: list[dict]) -> dict[str, _Choice] | None:
@@ -760,7 +762,7 @@ def _select(record: dict, rows: list[dict]) -> dict[str, _Choice] | None:
         seeds = ", ".join(str(s) for s in sorted(shared)) if shared else "each run's own"
         how = "highest" if select["maximize"] else "lowest"
         text = f"{how} {metric} (mean of seeds {seeds}) of {len(found)}/{len(labels)} {facet}"
-        chosen[best] = _Choice(text, len(found), len(labels))
+        chosen[best] = _Choice(text, len(found), len(labels), len(shared))
     return chosen
 
 
@@ -848,13 +850,17 @@ def _curves(record: dict, out: Path) -> list[tuple[str | None, str]]:
     return [(group, metric) for group in groups for metric in metrics]
 
 
-def _partial(choice: _Choice | None) -> str:
-    """`" (k of n)"` where a selecting sweep chose a cell's run among only k of its n runs (the
-    others not finished), else `""`: a cell chosen from fewer options than the sweep lists must
-    not read as fully tuned."""
-    if choice is None or choice.compared == choice.of:
+def _partial(choice: _Choice | None, n: int = 0) -> str:
+    """For a cell of `n` seeds whose run a selecting sweep chose (`choice`): `" (k of n)"` where
+    it was chosen among only k of its n runs (the others not finished), and `" (s seeds)"` where
+    it was chosen on only s < `n` seeds (those all its runs had finished), else `""`. A cell
+    chosen from fewer options, or on fewer seeds, than it shows must not read as fully tuned."""
+    if choice is None:
         return ""
-    return f" ({choice.compared} of {choice.of})"
+    rates = f" ({choice.compared} of {choice.of})" if choice.compared < choice.of else ""
+    if not 0 < choice.seeds < n:
+        return rates
+    return rates + f" ({choice.seeds} seed{'s' if choice.seeds > 1 else ''})"
 
 
 def _selected(record: dict) -> str:
@@ -890,7 +896,8 @@ def _grid_figure(
     """A heat map per metric of the mean over seeds: the `x` facet across, the `hue` facet
     down, each cell annotated with its mean and n (a row of maps per combination of the other
     facets, `_panels`) and, in a selecting sweep, the selected facet's value, with `(k of n)`
-    where `chosen` (`_select`) says only k of the cell's n runs could be compared. Returns the
+    where `chosen` (`_select`) says only k of the cell's n runs could be compared and `(s
+    seeds)` where they were compared on fewer seeds than the cell shows (`_partial`). Returns the
     maps (NaN where no run finished), keyed by metric, or by `"metric (facet values)"` where
     there are several rows."""
     import matplotlib
@@ -927,7 +934,7 @@ def _grid_figure(
                         notes[i][j] = (
                             "\n"
                             + e[record["select"]["facet"]]
-                            + _partial((chosen or {}).get(e["label"]))
+                            + _partial((chosen or {}).get(e["label"]), e["n"])
                         )
             maps[f"{metric} ({name})" if name else metric] = grid
             if not counts.any():
@@ -950,11 +957,17 @@ def _grid_figure(
             ax.set_xlabel(x_facet)
             ax.set_ylabel(hue_facet)
             ax.set_title(f"{metric}\n{name}" if name else metric, fontsize=9)
-    partial = any(c.compared < c.of for c in (chosen or {}).values())
+    chosen = chosen or {}
+    fewer_runs = any(c.compared < c.of for c in chosen.values())
+    fewer_seeds = any(
+        0 < chosen[e["label"]].seeds < e["n"] for e in summary if e["label"] in chosen
+    )
+    facet = (record.get("select") or {}).get("facet")
     fig.suptitle(
         f"{record['name']}{_at(record)}: mean over the finished seeds (n per cell)"
         + _selected(record)
-        + (f"; (k of n): among only k of the n {record['select']['facet']}" if partial else ""),
+        + (f"; (k of n): among only k of the n {facet}" if fewer_runs else "")
+        + ("; (s seeds): on only the s seeds all had finished" if fewer_seeds else ""),
         fontsize=10,
     )
     fig.tight_layout()

@@ -573,6 +573,44 @@ def test_a_cell_chosen_among_fewer_rates_than_the_sweep_lists_says_so(tmp_path):
     assert (tmp_path / "figure.png").stat().st_size > 1000
 
 
+def test_a_cell_chosen_on_fewer_seeds_than_it_shows_says_so(tmp_path):
+    """Runs of a group are compared on the seeds all of them finished; where the chosen run
+    shows more seeds than that, its cell reads `(s seeds)`, and one compared on all its seeds
+    reads nothing."""
+    record = {
+        "name": "test/seeds",
+        "runs": [
+            {"label": f"h1-lr{lr}", "facets": {"hidden": "h1", "lr": lr}, "config": {}}
+            for lr in ("a", "b")
+        ],
+        "metrics": ["ood.accuracy"],
+        "x": "hidden",
+        "hue": "lr",
+        "plot": "grid",
+        "paper": {},
+        "seeds": [0, 1, 2],
+        "select": {"facet": "lr", "metric": "test.loss", "maximize": False},
+    }
+    # lr a: seeds 0-2, lowest loss on seeds 0 and 2; lr b: seeds 0 and 2 only
+    losses = {("h1-lra", 0): 1.0, ("h1-lra", 1): 9.0, ("h1-lra", 2): 1.0}
+    losses |= {("h1-lrb", 0): 2.0, ("h1-lrb", 2): 2.0}
+    rows = [
+        {"label": label, "seed": seed, "finished": True, "test.loss": loss}
+        for (label, seed), loss in losses.items()
+    ]
+    chosen = runs.sweeps._select(record, rows)
+    assert chosen is not None and set(chosen) == {"h1-lra"}
+    choice = chosen["h1-lra"]
+    assert (choice.compared, choice.of, choice.seeds) == (2, 2, 2)
+    assert choice.text == "lowest test.loss (mean of seeds 0, 2) of 2/2 lr"
+    assert runs.sweeps._partial(choice, 3) == " (2 seeds)"
+    assert runs.sweeps._partial(choice, 2) == ""
+    assert runs.sweeps._partial(choice._replace(seeds=1), 3) == " (1 seed)"
+    assert runs.sweeps._partial(choice._replace(compared=1), 3) == " (1 of 2) (2 seeds)"
+    alone = choice._replace(seeds=0)  # runs sharing no seed are each judged on their own
+    assert runs.sweeps._partial(alone, 3) == ""
+
+
 def test_a_selection_the_runs_cannot_make_is_an_error():
     base = make_tiny_config(steps=2, eval_every=2)
     run = SweepRun("a", base, {"support": "compositional"})
