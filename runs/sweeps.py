@@ -850,15 +850,16 @@ def _curves(record: dict, out: Path) -> list[tuple[str | None, str]]:
     return [(group, metric) for group in groups for metric in metrics]
 
 
-def _partial(choice: _Choice | None, n: int = 0) -> str:
-    """For a cell of `n` seeds whose run a selecting sweep chose (`choice`): `" (k of n)"` where
-    it was chosen among only k of its n runs (the others not finished), and `" (s seeds)"` where
-    it was chosen on only s < `n` seeds (those all its runs had finished), else `""`. A cell
-    chosen from fewer options, or on fewer seeds, than it shows must not read as fully tuned."""
+def _partial(choice: _Choice | None, shown: int = 0) -> str:
+    """For a cell showing `shown` seeds whose run a selecting sweep chose (`choice`): `" (k of
+    n)"` where it was chosen among only k of the group's n runs (the others not finished), and
+    `" (s seeds)"` where it was chosen on only s < `shown` seeds (those all its runs had
+    finished), else `""`. A cell chosen from fewer options, or on fewer seeds, than it shows
+    must not read as fully tuned."""
     if choice is None:
         return ""
     rates = f" ({choice.compared} of {choice.of})" if choice.compared < choice.of else ""
-    if not 0 < choice.seeds < n:
+    if not 0 < choice.seeds < shown:
         return rates
     return rates + f" ({choice.seeds} seed{'s' if choice.seeds > 1 else ''})"
 
@@ -905,6 +906,7 @@ def _grid_figure(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    chosen = chosen or {}
     metrics = [m for m in record["metrics"] if any(e["metric"] == m for e in summary)]
     x_facet, hue_facet = record["x"], record["hue"]
     xs = list(dict.fromkeys(r["facets"][x_facet] for r in record["runs"]))
@@ -934,7 +936,7 @@ def _grid_figure(
                         notes[i][j] = (
                             "\n"
                             + e[record["select"]["facet"]]
-                            + _partial((chosen or {}).get(e["label"]), e["n"])
+                            + _partial(chosen.get(e["label"]), e["n"])
                         )
             maps[f"{metric} ({name})" if name else metric] = grid
             if not counts.any():
@@ -957,7 +959,6 @@ def _grid_figure(
             ax.set_xlabel(x_facet)
             ax.set_ylabel(hue_facet)
             ax.set_title(f"{metric}\n{name}" if name else metric, fontsize=9)
-    chosen = chosen or {}
     fewer_runs = any(c.compared < c.of for c in chosen.values())
     fewer_seeds = any(
         0 < chosen[e["label"]].seeds < e["n"] for e in summary if e["label"] in chosen
