@@ -31,9 +31,14 @@ case "$CHECKPOINTS" in
   "" | all | 1 | newest) ;;
   *) echo "CHECKPOINTS=$CHECKPOINTS: use all, newest or leave it empty" >&2; exit 2 ;;
 esac
-if [ -n "${SEQUENTIAL:-}" ] && [ "$CHECKPOINTS" = newest ]; then
-  echo "CHECKPOINTS=newest reads the driver's log: not with SEQUENTIAL=1 (use all)" >&2
-  exit 2
+if [ -n "${SEQUENTIAL:-}" ]; then
+  : "${SEEDS:?with SEQUENTIAL=1 name the seeds: SEEDS=\"0 1\"}" "${ONLY:?and the labels: ONLY=\"...\"}"
+  if [ "$CHECKPOINTS" = newest ]; then
+    echo "CHECKPOINTS=newest reads the driver's log: not with SEQUENTIAL=1 (use all)" >&2
+    exit 2
+  fi
+else
+  : "${RUNS:?name the runs: RUNS=\"LABEL:SEED ...\"}"
 fi
 mkdir -p "$OUT"
 source "$(dirname "$0")/device_env.sh"
