@@ -977,10 +977,15 @@ def _grid_figure(
     return maps
 
 
-def _figure(record: dict, summary: list[dict], rows: list[dict], path: Path) -> None:
+def _figure(record: dict, summary: list[dict], rows: list[dict], path: Path) -> list[str]:
     """Bars of the mean over seeds with their standard deviation, a dot per seed, and the
     paper's values as black marks (a row of panels per combination of the facets other than
-    `x` and `hue`, `_panels`)."""
+    `x` and `hue`, `_panels`). Errors (`.mse`, `.loss`) differ by orders of magnitude and are
+    drawn on a log scale, as points with error bars: a bar's base there would mean nothing.
+
+    Only the `x` values and hues with a result get a slot, so a sweep run in part (one
+    setting of six) is not drawn as empty space. Returns the `x` values drawn, in order.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -988,21 +993,24 @@ def _figure(record: dict, summary: list[dict], rows: list[dict], path: Path) -> 
 
     metrics = [m for m in record["metrics"] if any(e["metric"] == m for e in summary)]
     x_facet, hue_facet = record["x"], record["hue"]
-    xs = list(dict.fromkeys(r["facets"][x_facet] for r in record["runs"]))
-    hues = list(dict.fromkeys(r["facets"].get(hue_facet, "") for r in record["runs"]))
+    reported = {e["label"] for e in summary if e["metric"] in metrics}
+    ran = [r for r in record["runs"] if r["label"] in reported]
+    xs = list(dict.fromkeys(r["facets"][x_facet] for r in ran))
+    hues = list(dict.fromkeys(r["facets"].get(hue_facet, "") for r in ran))
     panels = _panels(record)
+    fig_width = max(6.0, 1.5 + 1.3 * len(xs) * len(metrics))
     fig, axes = plt.subplots(
-        len(panels),
-        len(metrics),
-        figsize=(1.5 + 1.3 * len(xs) * len(metrics), 3.4 * len(panels) + 0.4),
-        squeeze=False,
+        len(panels), len(metrics), figsize=(fig_width, 3.4 * len(panels) + 0.4), squeeze=False
     )
     width = 0.8 / len(hues)
     colors = plt.get_cmap("tab10").colors  # pyright: ignore[reportAttributeAccessIssue]
     first = axes[0][0]
+    labelled: set[str] = set()  # the legend names each hue once, and the paper's marks once
+    paper_labelled = False
     for row, panel in enumerate(panels):
         name = ", ".join(panel.values())
         for ax, metric in zip(axes[row], metrics, strict=True):
+            log = metric.endswith((".mse", ".loss"))
             for h, hue in enumerate(hues):
                 for i, x in enumerate(xs):
                     found = [
@@ -1017,8 +1025,17 @@ def _figure(record: dict, summary: list[dict], rows: list[dict], path: Path) -> 
                         continue
                     e = found[0]
                     pos = i - 0.4 + width * (h + 0.5)
-                    label = hue if (i == 0 and hue_facet and ax is first) else None
-                    ax.bar(pos, e["mean"], width, yerr=e["std"], color=colors[h % 10], label=label)
+                    label = None
+                    if hue_facet and ax is first and hue not in labelled:
+                        label = hue
+                        labelled.add(hue)
+                    color = colors[h % 10]
+                    if log:
+                        ax.errorbar(
+                            pos, e["mean"], e["std"], fmt="s", color=color, capsize=3, label=label
+                        )
+                    else:
+                        ax.bar(pos, e["mean"], width, yerr=e["std"], color=color, label=label)
                     seeds = [
                         r[metric]
                         for r in rows
@@ -1036,21 +1053,21 @@ def _figure(record: dict, summary: list[dict], rows: list[dict], path: Path) -> 
                         color="0.3",
                     )
                     if e["paper"] != "":
-                        paper_label = "paper" if (ax is first and h == 0 and i == 0) else None
+                        paper_label = None
+                        if ax is first and not paper_labelled:
+                            paper_label, paper_labelled = "paper", True
                         ax.plot(pos, e["paper"], "k_", markersize=14, mew=2, label=paper_label)
             ax.set_xticks(range(len(xs)), xs, rotation=20, ha="right")
             ax.set_title(f"{metric}\n{name}" if name else metric, fontsize=9)
-            if metric.endswith((".mse", ".loss")):  # errors differing by orders of magnitude
+            if log:
                 ax.set_yscale("log")
             ax.grid(axis="y", alpha=0.3)
-    fig.suptitle(
-        f"{record['name']}{_at(record)}: mean and std over the finished seeds (n per bar)"
-        + _selected(record),
-        fontsize=10,
-    )
+    title = f"{record['name']}{_at(record)}: mean and std over the finished seeds (n per bar)"
+    fig.suptitle(textwrap.fill(title + _selected(record), int(fig_width * 11)), fontsize=10)
     handles, labels = first.get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.08 if handles else 0, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return xs

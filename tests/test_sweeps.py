@@ -677,6 +677,39 @@ def test_facets_neither_plotted_nor_selected_get_a_row_of_panels_each(tmp_path):
         assert runs.presets.SWEEPS[name].plot == "grid"
 
 
+def test_the_bar_figure_gives_slots_only_to_settings_with_a_result(tmp_path):
+    """A sweep run in part (the x32 student of a six-setting Fig. 2D sweep) is drawn as the
+    settings that have results, not as empty slots for the rest."""
+    record = {
+        "name": "test/partial",
+        "metrics": ["ood.mse", "alignment"],
+        "x": "hidden",
+        "hue": None,
+        "runs": [{"label": f"x{h}", "facets": {"hidden": f"x{h}"}} for h in (1, 2, 4, 32)],
+    }
+    summary = [
+        {"label": label, "hidden": label, "metric": metric, "mean": 0.5, "std": 0.1, "n": 2}
+        | {"paper": 0.7 if metric == "alignment" else ""}
+        for label in ("x2", "x32")
+        for metric in ("ood.mse", "alignment")
+    ]
+    rows = [
+        {"label": e["label"], "finished": True, e["metric"]: m} for e in summary for m in (0.4, 0.6)
+    ]
+    drawn = runs.sweeps._figure(record, summary, rows, tmp_path / "bars.png")
+    assert drawn == ["x2", "x32"]
+    assert (tmp_path / "bars.png").stat().st_size > 1000
+    # Every setting reported: every one drawn, in the sweep's order.
+    summary += [e | {"label": "x1", "hidden": "x1"} for e in summary[:2]]
+    summary += [e | {"label": "x4", "hidden": "x4"} for e in summary[:2]]
+    assert runs.sweeps._figure(record, summary, rows, tmp_path / "b.png") == [
+        "x1",
+        "x2",
+        "x4",
+        "x32",
+    ]
+
+
 def test_fig2d_against_weight_decay_reuses_the_runs_at_zero():
     """`schug2024/fig2d-wd-cpu` is `fig2d-cpu`'s discrete students at the authors' four weight
     decays; its runs at 0 are `fig2d-cpu`'s (same configs), so those can be copied in."""
