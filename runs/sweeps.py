@@ -1063,7 +1063,7 @@ def _figure(record: dict, summary: list[dict], rows: list[dict], path: Path) -> 
                 ax.set_yscale("log")
             ax.grid(axis="y", alpha=0.3)
     title = f"{record['name']}{_at(record)}: mean and std over the finished seeds (n per bar)"
-    fig.suptitle(textwrap.fill(title + _selected(record), int(fig_width * 11)), fontsize=10)
+    fig.suptitle(textwrap.fill(title + _selected(record), int(fig_width * 13)), fontsize=10)
     handles, labels = first.get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
