@@ -1062,7 +1062,7 @@ def _figure(record: dict, summary: list[dict], rows: list[dict], path: Path) -> 
             if log:
                 ax.set_yscale("log")
             ax.grid(axis="y", alpha=0.3)
-    title = f"{record['name']}{_at(record)}: mean and std over the finished seeds (n per bar)"
+    title = f"{record['name']}{_at(record)}: mean and std over the finished seeds (n under each)"
     fig.suptitle(textwrap.fill(title + _selected(record), int(fig_width * 13)), fontsize=10)
     handles, labels = first.get_legend_handles_labels()
     if handles:
