@@ -1,9 +1,10 @@
 """The plugin registry.
 
-Plugins of each kind in `KINDS` (models and tasks) are found through the kind's entry-point
-group (`zoo.models`, `zoo.tasks`; built-in ones included), or added at run time with
-`register`. Each is described by a light spec (`ModelSpec`, `TaskSpec`) whose factory is
-imported only when the plugin is built.
+Plugins of each kind in `KINDS` (models, tasks, algorithms, experiments, hooks) are found
+through the kind's entry-point group (`zoo.models`, `zoo.tasks`, `zoo.algorithms`,
+`zoo.experiments`, `zoo.hooks`; built-in ones included), or added at run time with
+`register`. Each is described by a light spec (`ModelSpec`, `TaskSpec`, `AlgorithmSpec`,
+`ExperimentSpec`, `HookSpec`) whose factory is imported only when the plugin is built.
 
 A plugin package declares `dependencies = ["compgen-zoo"]` (`DISTRIBUTION`): the distribution
 that installs `zoo`, `tasks`, `plugins` and `runs`.
@@ -19,10 +20,13 @@ from ._registry import (
     PluginError,
     PluginWarning,
     UnknownPluginError,
+    algorithm_spec,
     entries,
     entry,
+    experiment_spec,
     failed_plugins,
     format_listing,
+    hook_spec,
     list_models,
     list_tasks,
     model_spec,
@@ -33,16 +37,19 @@ from ._registry import (
     task_spec,
     unregister,
 )
-from ._spec import ModelSpec, Spec, TaskSpec
+from ._spec import AlgorithmSpec, ExperimentSpec, HookSpec, ModelSpec, Spec, TaskSpec
 
 __distribution__ = "compgen-zoo"  # checked by runs.shadowing: a foreign `plugins` lacks it
 
 __all__ = [
     "DISTRIBUTION",
     "KINDS",
+    "AlgorithmSpec",
     "AmbiguousPluginError",
     "Entry",
+    "ExperimentSpec",
     "FailedPlugin",
+    "HookSpec",
     "Kind",
     "ModelSpec",
     "PluginError",
@@ -50,10 +57,13 @@ __all__ = [
     "Spec",
     "TaskSpec",
     "UnknownPluginError",
+    "algorithm_spec",
     "entries",
     "entry",
+    "experiment_spec",
     "failed_plugins",
     "format_listing",
+    "hook_spec",
     "list_models",
     "list_tasks",
     "model_spec",

@@ -1,7 +1,8 @@
 """Discovery, run-time registration and lookup of plugin specs.
 
 The kinds of plugin are the rows of `KINDS`: each names an entry-point group (`zoo.models`,
-`zoo.tasks`) and the spec type its entry points hold (`ModelSpec`, `TaskSpec`). Everything
+`zoo.tasks`, `zoo.algorithms`, `zoo.experiments`, `zoo.hooks`) and the spec type its entry
+points hold (`ModelSpec`, `TaskSpec`, `AlgorithmSpec`, `ExperimentSpec`, `HookSpec`). Everything
 below is written once for every kind, so that a new kind is one row of `KINDS` plus its spec
 class. Loading an entry point imports only the module holding the spec, so that nothing here
 imports JAX model code.
@@ -23,7 +24,7 @@ import warnings
 from collections.abc import Iterable
 from typing import Generic, TypeVar, cast
 
-from ._spec import ModelSpec, Spec, TaskSpec
+from ._spec import AlgorithmSpec, ExperimentSpec, HookSpec, ModelSpec, Spec, TaskSpec
 
 _SpecT = TypeVar("_SpecT", bound=Spec)
 
@@ -117,6 +118,9 @@ class Kind:
 KINDS: dict[str, Kind] = {
     "models": Kind("zoo.models", "model", ModelSpec),
     "tasks": Kind("zoo.tasks", "task", TaskSpec),
+    "algorithms": Kind("zoo.algorithms", "algorithm", AlgorithmSpec),
+    "experiments": Kind("zoo.experiments", "experiment", ExperimentSpec),
+    "hooks": Kind("zoo.hooks", "hook", HookSpec),
 }
 """The kinds of plugin, keyed by the name `spec` and `entries` take (also the title of the
 kind's section in `zoo list`), in the order `zoo list` shows them."""
@@ -353,6 +357,24 @@ def task_spec(name: str) -> TaskSpec:
     a bare `name` is provided by more than one distribution.
     """
     return cast(TaskSpec, spec("tasks", name))
+
+
+def algorithm_spec(name: str) -> AlgorithmSpec:
+    """The spec of the training algorithm called `name`, or `dist:name`. Raises as
+    `model_spec` does."""
+    return cast(AlgorithmSpec, spec("algorithms", name))
+
+
+def experiment_spec(name: str) -> ExperimentSpec:
+    """The spec of the experiment (a paper's presets and sweeps) called `name`, or `dist:name`.
+    Raises as `model_spec` does."""
+    return cast(ExperimentSpec, spec("experiments", name))
+
+
+def hook_spec(name: str) -> HookSpec:
+    """The spec of the training hook called `name`, or `dist:name`. Raises as `model_spec`
+    does."""
+    return cast(HookSpec, spec("hooks", name))
 
 
 def list_models() -> list[Entry[ModelSpec]]:

@@ -1,4 +1,5 @@
-"""Light plugin specs: what an entry point of `zoo.models` or `zoo.tasks` points at.
+"""Light plugin specs: what an entry point of a `zoo.*` group points at (one spec class per
+kind of `plugins.KINDS`).
 
 A spec names a factory as a `"module:attr"` string, imported only when the plugin is built,
 so that listing plugins never imports JAX model code.
@@ -34,14 +35,7 @@ class Spec:
         `AttributeError` if it cannot be imported, `TypeError` if it cannot be called the way
         the factories of this kind are called.
         """
-        module_name, _, attr = self.factory.partition(":")
-        if not module_name or not attr:
-            raise ValueError(
-                f"Spec {self.name!r}: factory {self.factory!r} must look like 'package.module:attr'."
-            )
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
+        obj = _resolve(self.factory, self.name)
         self.check_factory(obj)
         return obj
 
@@ -95,3 +89,109 @@ class TaskSpec(Spec):
     def check_factory(self, factory: Callable[..., Any]) -> None:
         """Raise a `TypeError` if `factory` cannot be called as `factory(config, *, key)`."""
         _check_call(self, factory, "factory(config, *, key)", ("key",))
+
+
+@dataclasses.dataclass(frozen=True)
+class AlgorithmSpec(Spec):
+    """A registered training algorithm (entry-point group `zoo.algorithms`).
+
+    Its factory is called as `factory(config: runs.TrainConfig, task, model, mesh) ->
+    runs.algorithms.AbstractAlgorithm`, where `config.algorithm` is an instance of `config`
+    (the algorithm's own settings, the `--algorithm.*` flags). Which algorithm `zoo train TASK
+    MODEL` uses is decided by the rule the algorithms state: among those whose class
+    (`algorithm`) `accepts` the task and model, the one of highest `preference`; two that tie
+    are an error naming both (choose with `--algorithm NAME`)."""
+
+    algorithm: str = ""
+    """`"module:attr"` of the algorithm's class (a subclass of
+    `runs.algorithms.AbstractAlgorithm`), whose `accepts(task, model)` says whether it can
+    train a pair. Imported only when an algorithm is chosen."""
+    preference: int = 0
+    """Among the algorithms that accept a task and model, the one of highest preference is
+    chosen. Give a specialised algorithm (one a user should ask for by name, e.g. a variant of
+    another) a preference below its base's, so that it never ties with it."""
+    split: str = "algorithm.outer.meta_batch"
+    """The setting (a dotted path into `runs.TrainConfig`) whose batch is split over the
+    devices: the meta-batch of tasks, the batch of environments, ..."""
+
+    def batch(self, config: Any) -> int:
+        """The size of the batch split over the devices in `config` (a `runs.TrainConfig`)."""
+        value = config
+        for name in self.split.split("."):
+            value = getattr(value, name)
+        return value
+
+    def load_class(self) -> type:
+        """Import the algorithm's class (`algorithm`)."""
+        if not self.algorithm:
+            raise ValueError(
+                f"AlgorithmSpec {self.name!r} names no class: set algorithm='package.module:Class'."
+            )
+        return _resolve(self.algorithm, self.name, "algorithm")
+
+    def check_factory(self, factory: Callable[..., Any]) -> None:
+        """Raise a `TypeError` if `factory` cannot be called as
+        `factory(config, task, model, mesh)`."""
+        _check_positional(self, factory, "factory(config, task, model, mesh)", 4)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ExperimentSpec(Spec):
+    """A registered experiment: one paper's presets, sweeps, paper reference values and
+    report definitions (entry-point group `zoo.experiments`).
+
+    Its factory is called with no argument, `factory() -> runs.Experiment`, the first time
+    one of its presets or sweeps is looked up. The experiment's `name` is the prefix of its
+    presets' and sweeps' names: preset `hyperteacher` of experiment `schug2024` is
+    `schug2024/hyperteacher`."""
+
+    config: type = type(None)
+    """Unused by experiments (they have no settings of their own)."""
+    paper: str = ""
+    """The paper, as it is cited (authors, year, title)."""
+
+    def check_factory(self, factory: Callable[..., Any]) -> None:
+        """Raise a `TypeError` if `factory` cannot be called with no argument."""
+        _check_positional(self, factory, "factory()", 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class HookSpec(Spec):
+    """A registered training hook (entry-point group `zoo.hooks`), chosen on the command line
+    with `zoo train ... --hooks NAME ...`.
+
+    Its factory is called as `factory(config, *, out: pathlib.Path) -> runs.hooks.AbstractHook`,
+    with `config` an instance of `config` (the hook's settings) and `out` the run directory."""
+
+    def check_factory(self, factory: Callable[..., Any]) -> None:
+        """Raise a `TypeError` if `factory` cannot be called as `factory(config, *, out)`."""
+        _check_call(self, factory, "factory(config, *, out)", ("out",))
+
+
+def _resolve(target: str, name: str, what: str = "factory") -> Any:
+    module_name, _, attr = target.partition(":")
+    if not module_name or not attr:
+        raise ValueError(
+            f"Spec {name!r}: {what} {target!r} must look like 'package.module:attr'."
+        )
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _check_positional(spec: Spec, factory: Callable[..., Any], expected: str, count: int) -> None:
+    """Raise a `TypeError` naming `expected` if `factory` cannot take `count` positional
+    arguments."""
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(*([None] * count))
+    except TypeError as error:
+        raise TypeError(
+            f"The factory {spec.factory!r} of {type(spec).__name__} {spec.name!r} is "
+            f"`{spec.factory.rpartition(':')[2]}{signature}` ({error}); it must be callable as "
+            f"`{expected}`."
+        ) from None

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 __distribution__ = "compgen-zoo"  # checked by runs.shadowing: a foreign `runs` lacks it
 
 if TYPE_CHECKING:
-    from .config import TrainConfig
+    from .algorithms.config import BilevelConfig, InContextConfig, PPOConfig
+    from .config import EvalConfig, InnerConfig, OuterConfig, RunConfig, TrainConfig
     from .run import (
         RunError,
         RunInterrupted,
@@ -28,6 +29,13 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "TrainConfig": ".config",
+    "EvalConfig": ".config",
+    "InnerConfig": ".config",
+    "OuterConfig": ".config",
+    "RunConfig": ".config",
+    "BilevelConfig": ".algorithms.config",
+    "InContextConfig": ".algorithms.config",
+    "PPOConfig": ".algorithms.config",
     "TrainState": ".state",
     "RunError": ".run",
     "RunInterrupted": ".run",
@@ -41,6 +49,13 @@ _LAZY = {
 }
 
 __all__ = [
+    "BilevelConfig",
+    "EvalConfig",
+    "InContextConfig",
+    "InnerConfig",
+    "OuterConfig",
+    "PPOConfig",
+    "RunConfig",
     "RunError",
     "RunInterrupted",
     "TrainConfig",

@@ -24,8 +24,6 @@ from .config import (
     DistributedConfig,
     DistributedError,
     EvalConfig,
-    InnerConfig,
-    OuterConfig,
     RunConfig,
     TrainConfig,
 )
@@ -104,11 +102,6 @@ def train_command_type(
             base.model,
         ),
         *algorithm_fields,
-        *[
-            (section, typ, getattr(base, section))
-            for section, typ in (("inner", InnerConfig), ("outer", OuterConfig))
-            if algorithm is None or section in algorithm.sections
-        ],
         ("eval", EvalConfig, base.eval),
     ]
     specs = []
@@ -127,10 +120,15 @@ def _train_usage() -> str:
     lines += [f"  {e.name:<24} {e.spec.description}" for e in plugins.list_tasks()]
     lines += ["", "models:"]
     lines += [f"  {e.name:<24} {e.spec.description}" for e in plugins.list_models()]
-    from .algorithms import ALGORITHMS
-
-    lines += ["", "algorithms (--algorithm NAME; default: the first that accepts the kinds):"]
-    lines += [f"  {spec.name:<24} {spec.description}" for spec in ALGORITHMS.values()]
+    lines += [
+        "",
+        "algorithms (--algorithm NAME; default: the one of highest preference that accepts "
+        "the kinds):",
+    ]
+    lines += [
+        f"  {e.name:<24} {e.spec.description} (preference {e.spec.preference})"
+        for e in plugins.entries("algorithms")
+    ]
     lines += ["", "`zoo train TASK MODEL --help` lists the flags; `zoo presets` the presets."]
     return "\n".join(lines)
 
@@ -151,8 +149,8 @@ def _pop_preset(argv: list[str]) -> tuple[str | None, list[str]]:
 
 def default_algorithm(task_name: str, model_name: str, name: str = "") -> str:
     """The algorithm `zoo train TASK MODEL` uses: the one `name`d, checked against the kinds of
-    the task and model (built abstractly from their default configs), or with no name the
-    first that accepts them.
+    the task and model (built abstractly from their default configs), or with no name the one
+    of highest preference that accepts them.
 
     **Raises:** `UsageError` if none fits, or the one named does not."""
     import equinox as eqx
@@ -217,6 +215,7 @@ def parse_train(argv: list[str]) -> tuple[TrainConfig, Any]:
         algorithm = algorithms.get(algorithm_name)
     except algorithms.AlgorithmError as error:
         raise UsageError(str(error)) from None
+    argv = _legacy_flags(argv, algorithm)
     command_type = train_command_type(task_spec, model_spec, base, algorithm)
     default = None
     if base is not None and preset_name is not None:
@@ -237,12 +236,38 @@ def parse_train(argv: list[str]) -> tuple[TrainConfig, Any]:
         model_name=model_name,
         algorithm_name=algorithm.name,
         algorithm=command.algorithm,
-        inner=getattr(command, "inner", InnerConfig()),
-        outer=getattr(command, "outer", OuterConfig()),
         eval=command.eval,
         run=command.run,
     )
     return config, command
+
+
+_LEGACY_SECTIONS = ("inner", "outer")
+"""Sections of `zoo train` before 0.2 (`--inner.*`, `--outer.*`), now the bilevel and
+in-context algorithms' own (`--algorithm.inner.*`, `--algorithm.outer.*`)."""
+
+
+def _legacy_flags(argv: list[str], algorithm: Any) -> list[str]:
+    """`argv` with the flags of 0.1's `--inner.*` and `--outer.*` sections renamed to the
+    algorithm's `--algorithm.inner.*` and `--algorithm.outer.*`, which they are aliases of.
+
+    **Raises:** `UsageError` naming the algorithm's own flags if it has no such section (e.g.
+    `--outer.lr` for PPO, whose optimizer is `--algorithm.lr`)."""
+    fields = {f.name for f in dataclasses.fields(algorithm.config)}
+    renamed = []
+    for arg in argv:
+        section = arg[2:].split(".", 1)[0] if arg.startswith("--") and "." in arg else ""
+        if section in _LEGACY_SECTIONS:
+            if section not in fields:
+                raise UsageError(
+                    f"zoo train: {arg.split('=', 1)[0]} is a setting of algorithms with an "
+                    f"{section} loop (--algorithm.{section}.*, e.g. bilevel's); algorithm "
+                    f"{algorithm.name!r} has none. `zoo train ... --help` lists its "
+                    "--algorithm.* flags."
+                )
+            arg = f"--algorithm.{arg[2:]}"
+        renamed.append(arg)
+    return renamed
 
 
 def _train(argv: list[str]) -> int:
@@ -649,7 +674,7 @@ class ReportCommand:
     directory, so later reports use it too; `--step 0` goes back to each run's last step."""
     best: str | None = None
     """Report each run with its evaluation of lowest `pool.metric` (e.g. `test.loss`, the
-    in-distribution validation loss by which the authors of Schug et al. keep a model;
+    in-distribution validation loss by which some authors keep a model;
     `max:pool.metric` for highest) rather than its last; with `--step`, the best up to that
     step. Recorded in the sweep's directory as `--step` is; `--best last` goes back to the last
     model."""

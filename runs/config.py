@@ -44,7 +44,8 @@ class InnerConfig:
     mode: GradientMode = "second-order"
     """How the outer gradient treats the inner loop: backprop through it (`second-order`), drop
     its second-order terms (`first-order`), or treat the adapted fast leaves as constants
-    (`equilibrium`: the stop-gradient mode of Schug et al. Section 2 / C.1.3)."""
+    (`equilibrium`: the stop-gradient mode, which differentiates only the query loss at the
+    adapted leaves)."""
     batch: int = 0
     """Support examples per inner step, drawn as `minibatches` says; 0 uses the whole support
     set at every step."""
@@ -55,7 +56,7 @@ class InnerConfig:
     non-overlapping slices in order (step `i` takes examples `i * batch` to `(i + 1) * batch -
     1`), so the support must hold `steps * batch` examples. With a task that draws i.i.d.
     support inputs and a support of `steps * batch` examples, `sequential` gives every inner
-    step fresh inputs: the infinite-data regime of Schug et al.'s teacher-student code (256
+    step fresh inputs: the infinite-data regime of a teacher-student task (e.g. 256
     fresh inputs at each of 300 inner steps)."""
     eval_steps: int | None = None
     """Inner steps at evaluation (default: as in training)."""
@@ -66,32 +67,36 @@ class InnerConfig:
     longer and is sometimes faster on CPU."""
 
     def __post_init__(self):
-        check_finite(self, "inner")
+        check_finite(self, "algorithm.inner")
         if self.weight_decay < 0:
-            raise ValueError(f"inner.weight_decay must be >= 0, got {self.weight_decay}.")
+            raise ValueError(f"algorithm.inner.weight_decay must be >= 0, got {self.weight_decay}.")
         if self.steps < 0:
-            raise ValueError(f"inner.steps must be >= 0, got {self.steps}; pass --inner.steps 10.")
+            raise ValueError(
+                f"algorithm.inner.steps must be >= 0, got {self.steps}; pass --algorithm.inner.steps 10."
+            )
         if self.eval_steps is not None and self.eval_steps < 0:
-            raise ValueError(f"inner.eval_steps must be >= 0, got {self.eval_steps}.")
+            raise ValueError(f"algorithm.inner.eval_steps must be >= 0, got {self.eval_steps}.")
         if self.lr <= 0:
-            raise ValueError(f"inner.lr must be > 0, got {self.lr}; pass e.g. --inner.lr 0.3.")
+            raise ValueError(
+                f"algorithm.inner.lr must be > 0, got {self.lr}; pass e.g. --algorithm.inner.lr 0.3."
+            )
         if self.unroll < 1:
-            raise ValueError(f"inner.unroll must be >= 1, got {self.unroll}.")
+            raise ValueError(f"algorithm.inner.unroll must be >= 1, got {self.unroll}.")
         if self.eps_root < 0:
-            raise ValueError(f"inner.eps_root must be >= 0, got {self.eps_root}.")
+            raise ValueError(f"algorithm.inner.eps_root must be >= 0, got {self.eps_root}.")
         if self.batch < 0:
             raise ValueError(
-                f"inner.batch must be >= 0 (0 = the whole support set), got {self.batch}."
+                f"algorithm.inner.batch must be >= 0 (0 = the whole support set), got {self.batch}."
             )
         if self.minibatches not in ("random", "with-replacement", "sequential"):
             raise ValueError(
-                f"inner.minibatches={self.minibatches!r} is unknown; use 'random', "
+                f"algorithm.inner.minibatches={self.minibatches!r} is unknown; use 'random', "
                 "'with-replacement' or 'sequential'."
             )
         if self.minibatches == "sequential" and not self.batch:
             raise ValueError(
-                "inner.minibatches='sequential' slices the support set into minibatches of "
-                "inner.batch examples; set --inner.batch (e.g. 256)."
+                "algorithm.inner.minibatches='sequential' slices the support set into minibatches of "
+                "algorithm.inner.batch examples; set --algorithm.inner.batch (e.g. 256)."
             )
 
 
@@ -107,7 +112,7 @@ class OuterConfig:
     """Global gradient-norm clipping (0 disables it)."""
     schedule: Literal["constant", "cosine", "piecewise"] = "constant"
     """Learning-rate schedule: constant, cosine decay to `lr_end` over the run, or piecewise
-    constant: multiplied by `decay_factor` at each fraction `decay_at` of the run (Lake 2019:
+    constant: multiplied by `decay_factor` at each fraction `decay_at` of the run (e.g.
     divided by 10 halfway)."""
     warmup: int = 0
     """Linear warm-up steps."""
@@ -123,22 +128,26 @@ class OuterConfig:
     """Outer steps with non-finite gradients are skipped; this many in a row stop the run."""
 
     def __post_init__(self):
-        check_finite(self, "outer")
+        check_finite(self, "algorithm.outer")
         if self.weight_decay < 0:
-            raise ValueError(f"outer.weight_decay must be >= 0, got {self.weight_decay}.")
+            raise ValueError(f"algorithm.outer.weight_decay must be >= 0, got {self.weight_decay}.")
         if self.lr_end < 0:
-            raise ValueError(f"outer.lr_end must be >= 0, got {self.lr_end}.")
+            raise ValueError(f"algorithm.outer.lr_end must be >= 0, got {self.lr_end}.")
         if self.lr <= 0:
-            raise ValueError(f"outer.lr must be > 0, got {self.lr}; pass e.g. --outer.lr 1e-3.")
+            raise ValueError(
+                f"algorithm.outer.lr must be > 0, got {self.lr}; pass e.g. --algorithm.outer.lr 1e-3."
+            )
         if self.meta_batch < 1:
-            raise ValueError(f"outer.meta_batch must be >= 1, got {self.meta_batch}.")
+            raise ValueError(f"algorithm.outer.meta_batch must be >= 1, got {self.meta_batch}.")
         if self.clip < 0:
-            raise ValueError(f"outer.clip must be >= 0 (0 disables clipping), got {self.clip}.")
+            raise ValueError(
+                f"algorithm.outer.clip must be >= 0 (0 disables clipping), got {self.clip}."
+            )
         if self.warmup < 0:
-            raise ValueError(f"outer.warmup must be >= 0, got {self.warmup}.")
+            raise ValueError(f"algorithm.outer.warmup must be >= 0, got {self.warmup}.")
         if not all(0 < f < 1 for f in self.decay_at) or self.decay_factor <= 0:
             raise ValueError(
-                f"outer.decay_at must be fractions of the run in (0, 1) and outer.decay_factor "
+                f"algorithm.outer.decay_at must be fractions of the run in (0, 1) and algorithm.outer.decay_factor "
                 f"> 0; got {self.decay_at} and {self.decay_factor}."
             )
 
@@ -155,7 +164,7 @@ class EvalConfig:
     """Tasks adapted at once (bounds evaluation memory)."""
     test_episodes: bool = True
     """Also score the task's fixed test episodes, if it has any (exact match of generated
-    outputs, e.g. Lake 2019's SCAN test sets), as the `test_episodes` pool."""
+    outputs, e.g. the SCAN test sets), as the `test_episodes` pool."""
     query_batch: int = 512
     """Queries of a test episode decoded at once (bounds evaluation memory)."""
     pools: tuple[str, ...] = ()
@@ -264,8 +273,8 @@ class PluginSource:
 class TrainConfig:
     """A whole training run: which task, which model, which algorithm, and how to train.
 
-    `inner` is the inner loop of algorithms that adapt by gradient steps (`bilevel`); `outer`
-    the optimizer of the learned leaves, whatever the algorithm."""
+    Everything particular to the algorithm, its optimizers included (e.g. the bilevel
+    algorithm's inner loop and outer optimizer), is in `algorithm`, its own config."""
 
     task: Any
     """The task plugin's config (its dataclass names the plugin)."""
@@ -284,8 +293,6 @@ class TrainConfig:
     configs saved before it was recorded, whose plugins are looked up by name)."""
     model_source: PluginSource | None = None
     """The distribution providing the model plugin (as `task_source`)."""
-    inner: InnerConfig = InnerConfig()
-    outer: OuterConfig = OuterConfig()
     eval: EvalConfig = EvalConfig()
     run: RunConfig = RunConfig()
 

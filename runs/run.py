@@ -36,7 +36,7 @@ from zoo import AbstractLearner
 from . import algorithms
 from .algorithms.base import AbstractAlgorithm, train_chunk
 from .checkpoint import Checkpoints, OldCheckpointError
-from .config import InnerConfig, OuterConfig, PluginSource, TrainConfig, from_dict, to_dict
+from .config import InnerConfig, PluginSource, TrainConfig, from_dict, to_dict
 from .distributed import barrier, fetch, is_primary, local, multiprocess
 from .lock import LOCK_FILE, DirectoryLock, LockedError, atomic_write_text
 from .provenance import provenance
@@ -108,6 +108,11 @@ def resolve(config: TrainConfig) -> TrainConfig:
                 f"{entry.spec.config.__name__}."
             )
         changes[f"{kind}_source"] = PluginSource(entry.dist, entry.version)
+    if config.algorithm is not None and not config.algorithm_name:
+        # The algorithm whose config class the settings are (e.g. a preset's BilevelConfig).
+        matches = [s for s in algorithms.specs() if type(config.algorithm) is s.config]
+        if len(matches) == 1:
+            changes["algorithm_name"] = matches[0].name
     return dataclasses.replace(config, **changes)
 
 
@@ -258,10 +263,12 @@ def config_from_dict(data: dict) -> TrainConfig:
 
     **Raises:** `RunError` if a plugin is missing (see `plugin_entry`)."""
     data = json.loads(json.dumps(data))  # a copy to migrate
-    outer = data.get("outer", {})
-    if outer.get("schedule") == "step":
-        outer["schedule"] = "piecewise"
-    algorithm = data.pop("algorithm", None)
+    algorithm = data.pop("algorithm", None) or {}
+    # Before 0.2 the inner loop and outer optimizer were sections of the run's config.
+    legacy = {section: data.pop(section) for section in _LEGACY_SECTIONS if section in data}
+    for outer in (legacy.get("outer", {}), algorithm.get("outer", {})):
+        if isinstance(outer, dict) and outer.get("schedule") == "step":
+            outer["schedule"] = "piecewise"
     config = from_dict(TrainConfig, data)
     changes: dict[str, Any] = {}
     for kind in _KINDS:
@@ -276,10 +283,20 @@ def config_from_dict(data: dict) -> TrainConfig:
             changes[f"{kind}_source"] = PluginSource(entry.dist, source.version)
         cls = entry.spec.config
         changes[kind] = from_dict(cls, _with_legacy_defaults(cls, data[kind]))
+    config = dataclasses.replace(config, **changes)
+    if not config.algorithm_name and legacy:  # saved before runs named their algorithm
+        config = with_algorithm(config, *eqx.filter_eval_shape(build, config))
     if config.algorithm_name:
         spec = algorithms.get(config.algorithm_name)
-        changes["algorithm"] = from_dict(spec.config, algorithm or {})
-    return _unread_as_defaults(dataclasses.replace(config, **changes))
+        fields = {f.name for f in dataclasses.fields(spec.config)}
+        # A legacy section goes to the algorithm that reads it; the others' were defaults.
+        algorithm = {**{k: v for k, v in legacy.items() if k in fields}, **algorithm}
+        config = dataclasses.replace(config, algorithm=from_dict(spec.config, algorithm))
+    return config
+
+
+_LEGACY_SECTIONS = ("inner", "outer")
+"""Sections of `TrainConfig` before 0.2, now fields of the algorithms' configs."""
 
 
 def _legacy_entry(config: TrainConfig, kind: str, saved: Any) -> tuple[plugins.Entry, bool]:
@@ -324,16 +341,6 @@ def _with_legacy_defaults(cls: Any, data: Any) -> Any:
     return {**legacy, **data}
 
 
-def _unread_as_defaults(config: TrainConfig) -> TrainConfig:
-    """`config` with the engine's sections its (named) algorithm does not read at their
-    defaults (older runs saved e.g. `inner.steps = 0` for in-context runs)."""
-    if not config.algorithm_name:
-        return config
-    sections = algorithms.get(config.algorithm_name).sections
-    defaults = {"inner": InnerConfig(), "outer": OuterConfig()}
-    return dataclasses.replace(config, **{k: v for k, v in defaults.items() if k not in sections})
-
-
 def _differences(a: Any, b: Any, prefix: str = "") -> list[str]:
     if isinstance(a, dict) and isinstance(b, dict):
         out = []
@@ -356,7 +363,8 @@ def with_algorithm(config: TrainConfig, task: Any, model: Any) -> TrainConfig:
     if not isinstance(settings, spec.config):
         raise RunError(
             f"The algorithm config is a {type(settings).__name__}, but algorithm {spec.name!r} "
-            f"takes a {spec.config.__name__}."
+            f"takes a {spec.config.__name__}: pass --algorithm NAME for the algorithm whose "
+            "config it is, or give its settings as that algorithm's config."
         )
     return dataclasses.replace(config, algorithm_name=spec.name, algorithm=settings)
 
@@ -372,24 +380,14 @@ def build_algorithm(
     return spec.load()(config, task, model, mesh)
 
 
-# Settings `--resume --allow-changes` may change: optimizer scalars, which leave the shapes of
-# the state alone (what a divergence message advises lowering is among them).
-CHANGEABLE = frozenset(
-    [f"outer.{k}" for k in ("lr", "lr_end", "weight_decay", "clip", "max_nonfinite")]
-    + [f"inner.{k}" for k in ("lr", "weight_decay", "eps_root")]
-    + [
-        f"algorithm.{k}"
-        for k in (
-            "lr",
-            "adam_eps",
-            "max_grad_norm",
-            "clip_eps",
-            "value_coef",
-            "entropy_coef",
-            "max_nonfinite",
-        )
-    ]
-)
+def changeable(config: TrainConfig) -> frozenset[str]:
+    """The settings `--resume --allow-changes` may change in a run of `config` (dotted paths
+    into `TrainConfig`): those its algorithm's config declares in `CHANGEABLE` (optimizer
+    scalars, which leave the shapes of the state alone), under `algorithm.`."""
+    declared = getattr(type(config.algorithm), "CHANGEABLE", frozenset())
+    return frozenset(f"algorithm.{name}" for name in declared)
+
+
 HISTORY_FILE = "history.jsonl"
 
 
@@ -412,18 +410,6 @@ def prepare(
         )
     config = with_algorithm(config, task, model)
     spec = algorithms.get(config.algorithm_name)
-    unused = [
-        f"{section}.{field.name}"
-        for section, default in (("inner", InnerConfig()), ("outer", OuterConfig()))
-        if section not in spec.sections
-        for field in dataclasses.fields(default)
-        if getattr(getattr(config, section), field.name) != getattr(default, field.name)
-    ]
-    if unused:
-        raise RunError(
-            f"Algorithm {spec.name!r} does not read {', '.join(unused)}; leave them at their "
-            f"defaults and set its own --algorithm.* flags instead (e.g. --algorithm.lr)."
-        )
     try:
         make_mesh(config.run.devices, spec.batch(config), name=spec.split)
     except ValueError as error:
@@ -432,28 +418,29 @@ def prepare(
         eqx.filter_eval_shape(lambda t, m: build_algorithm(config, t, m), task, model)
     except ValueError as error:
         raise RunError(str(error)) from None
-    if "inner" in spec.sections and config.inner.batch and isinstance(task, AbstractTask):
-        _check_inner_batch(config.inner, task)
+    inner = getattr(config.algorithm, "inner", None)
+    if isinstance(inner, InnerConfig) and inner.batch and isinstance(task, AbstractTask):
+        _check_inner_batch(inner, task)
     _check_directory(config, Path(out), resume, task, model, allow_changes)
     return config
 
 
 def _check_inner_batch(inner: InnerConfig, task: AbstractTask) -> None:
-    """`--inner.batch` (and sequential minibatches) fit the support set of an episode, read
+    """`--algorithm.inner.batch` (and sequential minibatches) fit the support set of an episode, read
     from the shapes of an abstract sample (nothing is computed)."""
     episode = eqx.filter_eval_shape(lambda t, k: t.sample(k), task, jr.key(0))
     num = jax.tree_util.tree_leaves(episode.support.x)[0].shape[0]
     if inner.batch > num:
         raise RunError(
-            f"inner.batch={inner.batch} exceeds the {num} support examples of an episode; set "
-            f"--inner.batch to at most {num} (0 uses them all)."
+            f"algorithm.inner.batch={inner.batch} exceeds the {num} support examples of an episode; set "
+            f"--algorithm.inner.batch to at most {num} (0 uses them all)."
         )
     steps = max(inner.steps, inner.eval_steps or 0)
     if inner.minibatches == "sequential" and inner.batch * steps > num:
         raise RunError(
-            f"--inner.minibatches sequential takes {steps} steps x {inner.batch} = "
+            f"--algorithm.inner.minibatches sequential takes {steps} steps x {inner.batch} = "
             f"{steps * inner.batch} support examples, but an episode has {num}; give the task "
-            "a larger support set, or lower --inner.batch or the inner steps."
+            "a larger support set, or lower --algorithm.inner.batch or the inner steps."
         )
 
 
@@ -475,7 +462,7 @@ def _check_directory(
     config: TrainConfig, out: Path, resume: bool, task, model, allow_changes: bool = False
 ) -> list[str]:
     """`out` can take this run: blank, or (with `resume`) a run with the same settings (or,
-    with `allow_changes`, optimizer scalars of `CHANGEABLE` changed). The changes made."""
+    with `allow_changes`, optimizer scalars of `changeable(config)` changed). The changes made."""
     if out.exists() and not out.is_dir():
         raise RunError(f"--out {out} is a file; choose a directory.")
     if not out.exists():
@@ -496,7 +483,7 @@ def _check_directory(
             )
         saved = read_config(out)
         if not saved.algorithm_name:  # saved before algorithms were named
-            saved = _unread_as_defaults(with_algorithm(saved, task, model))
+            saved = with_algorithm(saved, task, model)
         saved, given = to_dict(saved), to_dict(config)
         for key in ("steps", "keep"):  # neither changes a number
             saved["run"].pop(key, None)
@@ -507,12 +494,13 @@ def _check_directory(
             else:  # a plugin's upgrade may continue a run
                 del saved[key]["version"], given[key]["version"]
         diff = _differences(saved, given)
-        changes = [d for d in diff if d.split(":")[0] in CHANGEABLE] if allow_changes else []
+        allowed = changeable(config)
+        changes = [d for d in diff if d.split(":")[0] in allowed] if allow_changes else []
         refused = [d for d in diff if d not in changes]
         if refused:
             raise RunError(
                 f"--resume: the settings differ from the run saved in {out} (only run.steps "
-                f"and run.keep may change; with --allow-changes, also {', '.join(sorted(CHANGEABLE))}):\n  "
+                f"and run.keep may change; with --allow-changes, also {', '.join(sorted(allowed)) or 'nothing else'}):\n  "
                 + "\n  ".join(refused)
             )
         evaluated = max((r["step"] for r in read_metrics(out) if r["pool"] != "train"), default=0)
@@ -620,8 +608,15 @@ def evaluate_all(
     `inner_steps` overrides the inner steps at evaluation (`inner.eval_steps`)."""
     key = _keys(config.run.seed)[2] if key is None else key
     if inner_steps is not None:
+        inner = getattr(config.algorithm, "inner", None)
+        if not isinstance(inner, InnerConfig):
+            raise RunError(
+                f"inner_steps={inner_steps} is given, but the run's algorithm "
+                f"{config.algorithm_name!r} has no inner loop."
+            )
+        inner = dataclasses.replace(inner, eval_steps=inner_steps)
         config = dataclasses.replace(
-            config, inner=dataclasses.replace(config.inner, eval_steps=inner_steps)
+            config, algorithm=dataclasses.replace(config.algorithm, inner=inner)
         )
     algorithm = build_algorithm(config, task, model, devices=1)
     return algorithm.evaluate(task, model, key, config.eval)
@@ -685,23 +680,23 @@ def _divergence_message(
         cause = (
             f"The gradient became non-finite first, at step {first_bad_grad}, while the loss "
             f"was still finite: {skipped} step(s) before it had a non-finite gradient (skipped, "
-            "up to --outer.max-nonfinite in a row; then one is applied and the parameters go "
+            "up to --algorithm.outer.max-nonfinite in a row; then one is applied and the parameters go "
             "non-finite). In "
             "bilevel runs this is usually the second-order gradient through the inner Adam's "
-            "square root at zero (a dead ReLU unit): raise --inner.eps-root (the authors use "
-            "float32 epsilon, 1.2e-7) or pass --inner.mode first-order."
+            "square root at zero (a dead ReLU unit): raise --algorithm.inner.eps-root (the authors use "
+            "float32 epsilon, 1.2e-7) or pass --algorithm.inner.mode first-order."
         )
     else:
         cause = (
             f"The loss itself overflowed ({skipped} step(s) with a non-finite gradient "
-            "before it): lower --outer.lr or --inner.lr, or clip gradients harder "
-            "(--outer.clip)."
+            "before it): lower --algorithm.outer.lr or --algorithm.inner.lr, or clip gradients harder "
+            "(--algorithm.outer.clip)."
         )
     return (
         f"The training loss became non-finite at step {bad}; the run stopped. {cause} Its last "
         f"good checkpoint (step {last_good}) is kept in {where}; to continue from it with "
         "changed optimizer settings, run the same command with --resume --allow-changes and "
-        "the new values (e.g. --outer.lr)."
+        "the new values (e.g. --algorithm.outer.lr)."
     )
 
 
@@ -717,7 +712,7 @@ def train(
 
     With `resume=True` an existing run in `out` continues from its newest readable checkpoint
     (its settings must match `config`, except `run.steps` and, with `allow_changes=True`, the
-    optimizer scalars of `CHANGEABLE`, recorded in `history.jsonl`); an empty `out` starts
+    optimizer scalars its algorithm's config declares in `CHANGEABLE`, recorded in `history.jsonl`); an empty `out` starts
     afresh.
     Raises `RunError` before compiling anything if the settings cannot work (or if a run to
     resume has checkpoints and none of them reads: nothing is changed then), and

@@ -1,8 +1,9 @@
 """Fingerprint the final parameters of a short run of each preset (for refactors that must keep
 the numbers bit-identical): `python scripts/fingerprint_presets.py OUT.json [PRESET ...]`.
 
-Each preset is run for 2 outer steps (1 per compiled call) with a meta-batch of at most 4 and a
-minimal evaluation, on one device; the SHA-256 of its final model arrays and its logged losses
+Each preset is run for 2 steps (1 per compiled call) with a meta-batch of at most 4 (the
+reinforcement-learning presets with their own batch of environments, whose outer settings their
+algorithm refuses to change) and a minimal evaluation, on one device; the SHA-256 of its final model arrays and its logged losses
 are written to OUT.json. Compare two such files with `--compare A.json B.json`."""
 
 import dataclasses
@@ -24,6 +25,10 @@ DEFAULT = [
     "schug2024/teacher-student-continuous-disconnected-cpu",
     "lake2019/mutual-exclusivity",
     "lake2019/addjump-permutation",
+    "schug2024/preferences-compositional-linear-hypernet-cpu",
+    "madan2021/doorkey-5x5-lstm",
+    "madan2021/doorkey-5x5-rims",
+    "madan2021/doorkey-5x5-meta-rims",
 ]
 
 
@@ -37,10 +42,16 @@ def fingerprint(name: str) -> dict:
 
     config = get_preset(name)
     replace = dataclasses.replace
-    outer = config.outer
+    # The outer loop's settings sit on the bilevel and in-context algorithms' configs (0.2) or
+    # on the run's config (0.1); RL algorithms have none.
+    nested = hasattr(config.algorithm, "outer")
+    holder = config.algorithm if nested else config
+    outer = getattr(holder, "outer", None)
+    if outer is not None and not _is_rl(config):
+        holder = replace(holder, outer=replace(outer, meta_batch=min(outer.meta_batch, 4)))
+        config = replace(config, algorithm=holder) if nested else holder
     config = replace(
         config,
-        outer=replace(outer, meta_batch=min(outer.meta_batch, 4)),
         eval=replace(config.eval, every=0, tasks=1, batch=1, test_episodes=False),
         run=replace(config.run, steps=2, steps_per_call=1, checkpoint_every=1, devices=1),
     )
@@ -52,6 +63,10 @@ def fingerprint(name: str) -> dict:
     for leaf in jax.tree_util.tree_leaves(eqx.filter(model, eqx.is_array)):
         digest.update(np.asarray(leaf).tobytes())
     return {"sha256": digest.hexdigest(), "losses": losses}
+
+
+def _is_rl(config) -> bool:
+    return hasattr(config.algorithm, "envs")
 
 
 def main(argv: list[str]) -> int:

@@ -20,6 +20,7 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
 import pytest
 
+from runs.algorithms.config import BilevelConfig
 from runs.config import EvalConfig, InnerConfig, OuterConfig, RunConfig, TrainConfig
 from tasks.config import HyperteacherConfig
 from zoo.config import LinearHypernetConfig
@@ -50,8 +51,9 @@ def make_tiny_config(steps: int = 4, seed: int = 0, eval_every: int = 2, **run) 
         model=TINY_MODEL,
         task_name="hyperteacher",
         model_name="linear-hypernet",
-        inner=InnerConfig(steps=2, lr=0.3),
-        outer=OuterConfig(lr=1e-2, meta_batch=4),
+        algorithm=BilevelConfig(
+            inner=InnerConfig(steps=2, lr=0.3), outer=OuterConfig(lr=1e-2, meta_batch=4)
+        ),
         eval=EvalConfig(every=eval_every, tasks=4, batch=2),
         run=RunConfig(
             steps=steps,

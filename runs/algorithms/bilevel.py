@@ -1,4 +1,4 @@
-"""Bilevel meta-learning (Schug et al. 2024; MAML, ANIL): per task, the inner loop adapts the
+"""Bilevel meta-learning (MAML, ANIL, hypernetworks): per task, the inner loop adapts the
 model's fast leaves on the support set; the outer step updates the meta leaves and the
 meta-learned initialization of the fast ones with the gradient of the query loss."""
 
@@ -143,13 +143,13 @@ def make(
     config: TrainConfig, task: AbstractTask, model: AbstractMetaLearner, mesh: Mesh
 ) -> Bilevel:
     """The bilevel algorithm of a run (the factory of the `bilevel` algorithm)."""
-    eval_steps = config.inner.eval_steps
+    eval_steps = config.algorithm.inner.eval_steps
     return Bilevel(
-        inner=InnerLoop.from_config(config.inner),
+        inner=InnerLoop.from_config(config.algorithm.inner),
         eval_inner=InnerLoop.from_config(
-            config.inner, steps=config.inner.steps if eval_steps is None else eval_steps
+            config.algorithm.inner, steps=config.algorithm.inner.steps if eval_steps is None else eval_steps
         ),
         optimizer=episodic_optimizer(config, model),
-        meta_batch=config.outer.meta_batch,
+        meta_batch=config.algorithm.outer.meta_batch,
         mesh=mesh,
     )

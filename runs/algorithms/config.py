@@ -1,32 +1,68 @@
 """Configs of the built-in algorithms: frozen dataclasses whose fields are the
-`--algorithm.*` flags of `zoo train`. Imports no JAX."""
+`--algorithm.*` flags of `zoo train`. Imports no JAX.
+
+Each config declares in `CHANGEABLE` the settings (dotted paths within it) that `zoo train
+--resume --allow-changes` may change: optimizer scalars, which leave the shapes of the training
+state alone."""
 
 import dataclasses
+from typing import ClassVar
 
-from ..config import check_finite
+from ..config import InnerConfig, OuterConfig, check_finite
+
+_OUTER_CHANGEABLE = frozenset(
+    f"outer.{k}" for k in ("lr", "lr_end", "weight_decay", "clip", "max_nonfinite")
+)
 
 
 @dataclasses.dataclass(frozen=True)
 class BilevelConfig:
-    """Bilevel meta-learning: the inner loop is set by `--inner.*`, the outer optimizer by
-    `--outer.*`; nothing else to choose."""
+    """Bilevel meta-learning: the inner loop on each task's support set
+    (`--algorithm.inner.*`) and the outer optimizer of the learned leaves
+    (`--algorithm.outer.*`)."""
+
+    inner: InnerConfig = InnerConfig()
+    """The inner loop: optax AdamW steps on the fast leaves with the support loss."""
+    outer: OuterConfig = OuterConfig()
+    """The outer loop: optax AdamW on the meta leaves with the query loss."""
+
+    CHANGEABLE: ClassVar[frozenset[str]] = _OUTER_CHANGEABLE | frozenset(
+        f"inner.{k}" for k in ("lr", "weight_decay", "eps_root")
+    )
 
 
 @dataclasses.dataclass(frozen=True)
 class InContextConfig:
-    """In-context meta-learning: no inner loop; the outer optimizer is set by `--outer.*`."""
+    """In-context meta-learning: no inner loop; the outer optimizer is set by
+    `--algorithm.outer.*`."""
+
+    outer: OuterConfig = OuterConfig()
+    """The optimizer of the model's leaves, with the query loss."""
+
+    CHANGEABLE: ClassVar[frozenset[str]] = _OUTER_CHANGEABLE
 
 
 @dataclasses.dataclass(frozen=True)
 class PPOConfig:
-    """Recurrent PPO (Schulman et al. 2017) as the BabyAI code base runs it, the base of
-    Madan et al. 2021 (`shared/reference/meta_rims.md` B3): every default below is BabyAI's
-    `train_rl.py` / `arguments.py` setting; the paper itself gives only gamma and lambda.
+    """Recurrent PPO (Schulman et al. 2017) as the BabyAI code base runs it: every default
+    below is BabyAI's `train_rl.py` / `arguments.py` setting.
 
     One training step is one iteration: `envs` environments each act `frames` steps, then
     `epochs` passes of minibatch updates over the rollout, truncating backpropagation through
-    time to `recurrence` steps from the stored memory of each sequence's first frame.
-    `--outer.*` and `--inner.*` do not apply: the optimizer is set here."""
+    time to `recurrence` steps from the stored memory of each sequence's first frame. The
+    optimizer is set here too."""
+
+    CHANGEABLE: ClassVar[frozenset[str]] = frozenset(
+        (
+            "lr",
+            "adam_eps",
+            "max_grad_norm",
+            "clip_eps",
+            "value_coef",
+            "entropy_coef",
+            "max_nonfinite",
+        )
+    )
 
     envs: int = 64
     """Environments acting in parallel (BabyAI `--procs`); split evenly over the devices."""
@@ -46,9 +82,9 @@ class PPOConfig:
     max_grad_norm: float = 0.5
     """Global gradient-norm clipping (BabyAI `--max-grad-norm`)."""
     gamma: float = 0.99
-    """Discount (BabyAI `--discount`; Madan et al. A.1)."""
+    """Discount (BabyAI `--discount`)."""
     lam: float = 0.99
-    """GAE lambda (BabyAI `--gae-lambda`; Madan et al. A.1)."""
+    """GAE lambda (BabyAI `--gae-lambda`)."""
     clip_eps: float = 0.2
     """Clipping of the policy ratio and of the value update (BabyAI `--clip-eps`)."""
     value_coef: float = 0.5
@@ -59,9 +95,8 @@ class PPOConfig:
     """Rewards are multiplied by this for training (BabyAI `--reward-scale`); logged returns
     are unscaled."""
     slow_lr_factor: float = 1.0
-    """The learning rate of the leaves the agent labels `"slow"` is `lr` times this (the
-    slowLR ablation of Madan et al. 2021: 0.25, with the RIMs agent's `--model.split
-    attention`)."""
+    """The learning rate of the leaves the agent labels `"slow"` is `lr` times this (e.g. 0.25
+    with the RIMs agent's `--model.split attention`: its attention learns 4x slower)."""
     greedy_eval: bool = False
     """Evaluate with the most likely action instead of sampling from the policy."""
     max_nonfinite: int = 10
@@ -124,35 +159,3 @@ class PPOConfig:
     def frames_per_step(self) -> int:
         """Environment frames of one iteration."""
         return self.envs * self.frames
-
-
-@dataclasses.dataclass(frozen=True)
-class MetaRIMsConfig(PPOConfig):
-    """Madan et al. 2021's fast and slow learning (`shared/reference/meta_rims.md` B4): the
-    PPO settings above are those of the inner (fast) loop; the outer (slow) loop acts and
-    learns over spans `slow_factor` times longer.
-
-    One training step is `inner_updates` fast iterations (act `frames` steps per environment,
-    PPO on the leaves the agent labels `"fast"`, backpropagating through `recurrence` steps),
-    then one slow iteration (act `slow_factor * frames` steps, PPO on the leaves labelled
-    `"slow"` over sequences of `slow_factor * recurrence` steps in minibatches of
-    `slow_factor * minibatch` frames). Each loop has its own Adam; the other loop's leaves stay
-    exactly as they are, and no gradient flows through the other loop's updates. Episodes run
-    on across the loops, the memory reset at their boundaries."""
-
-    inner_updates: int = 1
-    """Fast iterations before each slow one (B4's `K_inner`)."""
-    slow_factor: int = 4
-    """How many times longer the slow loop's spans are ("four times longer", Section 2.2;
-    Fig. 6a varies it)."""
-
-    def __post_init__(self):
-        super().__post_init__()
-        for name in ("inner_updates", "slow_factor"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"algorithm.{name} must be >= 1, got {getattr(self, name)}.")
-
-    @property
-    def frames_per_step(self) -> int:
-        """Environment frames of one step: the fast iterations' and the slow one's."""
-        return self.envs * self.frames * (self.inner_updates + self.slow_factor)

@@ -1,4 +1,4 @@
-"""In-context meta-learning (Lake 2019): no inner loop; the model reads each episode's support
+"""In-context meta-learning (meta seq2seq): no inner loop; the model reads each episode's support
 set beside its queries, and the outer step follows the query loss. Scored by exact match of the
 model's own generated outputs on a task's fixed test episodes."""
 
@@ -108,6 +108,6 @@ def make(
     """The in-context algorithm of a run (the factory of the `in-context` algorithm)."""
     return InContext(
         optimizer=episodic_optimizer(config, model),
-        meta_batch=config.outer.meta_batch,
+        meta_batch=config.algorithm.outer.meta_batch,
         mesh=mesh,
     )

@@ -2,11 +2,11 @@
 minibatch size and order, and how gradients flow back through it (the adjoint, after
 Diffrax's).
 
-    loop = InnerLoop.from_config(config.inner)
+    loop = InnerLoop.from_config(config.algorithm.inner)
     adapted = loop.adapt(model, support, task.loss, key)
     adapted = loop.with_steps(50).adapt(...)            # e.g. more steps at evaluation
 
-Fresh data at every inner step (Schug et al.'s teacher-student code draws 256 new inputs for
+Fresh data at every inner step (a teacher-student task may draw 256 new inputs for
 each of its 300 inner steps) is `sequential` minibatches over a support set of `steps * batch`
 examples that the task draws up front: step `i` reads the `i`-th slice. We chose this over a
 task-side sampler called inside the loop because the support stays a plain array: the loop
@@ -95,8 +95,7 @@ class FirstOrder(AbstractAdjoint):
 
 
 class Equilibrium(AbstractAdjoint):
-    """Treat the adapted fast leaves as constants (the stop-gradient mode of Schug et al. 2024,
-    Section 2 / C.1.3): only the query loss's direct dependence on the meta leaves counts."""
+    """Treat the adapted fast leaves as constants (the stop-gradient mode): only the query loss's direct dependence on the meta leaves counts."""
 
     unroll: int = 1
 

@@ -1,5 +1,5 @@
-"""Recurrent PPO over a vmapped batch of environments, as the BabyAI code base runs it (the base
-of Madan et al. 2021; `shared/reference/meta_rims.md` B3).
+"""Recurrent PPO over a vmapped batch of environments, as the BabyAI code base runs it
+(`babyai/rl/algos/ppo.py`).
 
 One training step is one iteration, compiled whole: `envs` environments act `frames` steps with
 the current policy (episodes that end are replaced by fresh ones at once), advantages come from
@@ -23,7 +23,6 @@ Where this differs from BabyAI, on purpose (fixed shapes, one compiled call):
 """
 
 import functools
-from collections.abc import Callable
 
 import equinox as eqx
 import jax
@@ -32,78 +31,30 @@ import jax.random as jr
 import jax.tree_util as jtu
 import numpy as np
 import optax
-from jax.sharding import Mesh, PartitionSpec
-from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
+from jax.sharding import Mesh
+from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
-from tasks import AbstractEnvironment, autoreset_step
+from tasks import AbstractEnvironment
 from zoo import AbstractActorCritic, checked_labels
 
+from .. import rl
 from ..config import EvalConfig, TrainConfig
+from ..rl import (
+    Actors,
+    Rollout,
+    act,
+    collect,
+    gae,
+    log_prob,
+    masked,
+    on_devices,
+    sequences,
+    trainable_leaves,
+)
 from ..sharding import AXIS
 from ..state import TrainState
-from .base import AbstractAlgorithm, next_step, step_key
+from .base import AbstractAlgorithm
 from .config import PPOConfig
-
-
-class Actors(eqx.Module):
-    """The acting side of a run, kept between iterations (`TrainState.extra`): one entry per
-    environment along the first axis of every leaf, split over the devices."""
-
-    env_state: PyTree[Array]
-    """The environments' states."""
-    obs: dict[str, Array]
-    """The observations the agent acts on next."""
-    memory: PyTree[Array]
-    """The agent's memory after the last step (not yet masked)."""
-    mask: Float[Array, " envs"]
-    """`1 - done` of the last step: 0 where the next observation starts an episode."""
-    episode_return: Float[Array, " envs"]
-    """Unscaled return of the running episodes so far."""
-    episode_length: Int[Array, " envs"]
-    """Steps of the running episodes so far."""
-
-
-class Rollout(eqx.Module):
-    """What one iteration's acting recorded, time-major: every leaf `[frames, envs, ...]`."""
-
-    obs: dict[str, Array]
-    memory: PyTree[Array]
-    """The memory before each step, not yet masked (masked by `mask` when used)."""
-    mask: Float[Array, "frames envs"]
-    action: Int[Array, "frames envs"]
-    value: Float[Array, "frames envs"]
-    reward: Float[Array, "frames envs"]
-    """Scaled rewards (`reward_scale`)."""
-    log_prob: Float[Array, "frames envs"]
-
-
-def _masked(memory: PyTree[Array], mask: Float[Array, " envs"]) -> PyTree[Array]:
-    """`memory * mask`, the mask broadcast over each leaf's trailing axes."""
-    return jtu.tree_map(lambda m: m * mask.reshape(mask.shape + (1,) * (m.ndim - 1)), memory)
-
-
-def _act(
-    model: AbstractActorCritic,
-    obs: dict[str, Array],
-    memory: PyTree[Array],
-    key: PRNGKeyArray | None,
-) -> tuple[Float[Array, "envs actions"], Float[Array, " envs"], PyTree[Array]]:
-    """The agent on a batch of environments (`key=None`: no dropout)."""
-    features = model.encode_batch(obs)
-    if key is None:
-        return jax.vmap(lambda f, m: model.step(f, m))(features, memory)
-    keys = jr.split(key, jtu.tree_leaves(obs)[0].shape[0])
-    return jax.vmap(lambda f, m, k: model.step(f, m, key=k))(features, memory, keys)
-
-
-def _log_prob(logits: Float[Array, "*b actions"], action: Int[Array, "*b"]) -> Float[Array, "*b"]:
-    logp = jax.nn.log_softmax(logits)
-    return jnp.take_along_axis(logp, action[..., None], axis=-1)[..., 0]
-
-
-def _entropy(logits: Float[Array, "*b actions"]) -> Float[Array, "*b"]:
-    logp = jax.nn.log_softmax(logits)
-    return -jnp.sum(jnp.exp(logp) * logp, axis=-1)
 
 
 class PPO(AbstractAlgorithm):
@@ -128,14 +79,8 @@ class PPO(AbstractAlgorithm):
     @staticmethod
     def trainable_leaves(model: AbstractActorCritic, trains: tuple[str, ...] | None) -> PyTree:
         """`True` at the floating-point leaves of `model` labelled one of `trains` (all of
-        them for `None`)."""
-        if trains is None:
-            return jtu.tree_map(eqx.is_inexact_array, model)
-        return jtu.tree_map(
-            lambda label, leaf: label in trains and eqx.is_inexact_array(leaf),
-            checked_labels(model),
-            model,
-        )
+        them for `None`; `runs.rl.trainable_leaves`)."""
+        return trainable_leaves(model, trains)
 
     # ------------------------------------------------------------------ state
 
@@ -171,70 +116,15 @@ class PPO(AbstractAlgorithm):
         actors: Actors,
         key: PRNGKeyArray,
     ) -> tuple[Actors, Rollout, dict[str, Array]]:
-        """Act `frames` steps in every environment of `actors`; the rollout and the sums of
-        the finished episodes' statistics."""
-        n = actors.mask.shape[0]
-        scale = self.settings.reward_scale
-
-        def body(actors: Actors, key):
-            policy_key, action_key, env_key = jr.split(key, 3)
-            logits, value, memory = _act(
-                model, actors.obs, _masked(actors.memory, actors.mask), policy_key
-            )
-            action = jr.categorical(action_key, logits)
-            env_state, obs, reward, done, success = jax.vmap(
-                autoreset_step, in_axes=(None, 0, 0, 0)
-            )(env, actors.env_state, action, jr.split(env_key, n))
-            frame = Rollout(
-                obs=actors.obs,
-                memory=actors.memory,
-                mask=actors.mask,
-                action=action,
-                value=value,
-                reward=reward * scale,
-                log_prob=_log_prob(logits, action),
-            )
-            ret = actors.episode_return + reward
-            length = actors.episode_length + 1
-            finished = {
-                "episodes": done.astype(jnp.float32),
-                "return_sum": jnp.where(done, ret, 0.0),
-                "success_sum": (done & success).astype(jnp.float32),
-                "length_sum": jnp.where(done, length, 0).astype(jnp.float32),
-            }
-            actors = Actors(
-                env_state=env_state,
-                obs=obs,
-                memory=memory,
-                mask=1.0 - done.astype(jnp.float32),
-                episode_return=jnp.where(done, 0.0, ret),
-                episode_length=jnp.where(done, 0, length),
-            )
-            return actors, (frame, jtu.tree_map(jnp.sum, finished))
-
-        actors, (rollout, finished) = jax.lax.scan(
-            body, actors, jr.split(key, self.settings.frames)
-        )
-        return actors, rollout, jtu.tree_map(jnp.sum, finished)
+        """Act `frames` steps in every environment of `actors` (`runs.rl.collect`)."""
+        s = self.settings
+        return collect(env, model, actors, key, frames=s.frames, reward_scale=s.reward_scale)
 
     def advantages(
         self, rollout: Rollout, last_value: Float[Array, " envs"], last_mask: Float[Array, " envs"]
     ) -> tuple[Float[Array, "frames envs"], Float[Array, "frames envs"]]:
-        """GAE with episode masks: `(advantages, returns)`, both `[frames, envs]`."""
-        gamma, lam = self.settings.gamma, self.settings.lam
-        next_value = jnp.concatenate([rollout.value[1:], last_value[None]])
-        next_mask = jnp.concatenate([rollout.mask[1:], last_mask[None]])
-        delta = rollout.reward + gamma * next_value * next_mask - rollout.value
-
-        def body(later, inputs):
-            delta, mask = inputs
-            advantage = delta + gamma * lam * mask * later
-            return advantage, advantage
-
-        _, advantage = jax.lax.scan(
-            body, jnp.zeros_like(last_value), (delta, next_mask), reverse=True
-        )
-        return advantage, rollout.value + advantage
+        """GAE with episode masks: `(advantages, returns)` (`runs.rl.gae`)."""
+        return gae(rollout, last_value, last_mask, gamma=self.settings.gamma, lam=self.settings.lam)
 
     # ------------------------------------------------------------------ learning
 
@@ -258,7 +148,7 @@ class PPO(AbstractAlgorithm):
 
         def body(memory, inputs):
             features, mask, key = inputs
-            memory = _masked(memory, mask)
+            memory = masked(memory, mask)
             keys = jr.split(key, mask.shape[0])
             logits, value, memory = jax.vmap(lambda f, m, k: model.step(f, m, key=k))(
                 features, memory, keys
@@ -268,14 +158,14 @@ class PPO(AbstractAlgorithm):
         keys = jr.split(key, batch["mask"].shape[0])
         _, (logits, value) = jax.lax.scan(body, batch["memory"], (features, batch["mask"], keys))
         advantage, returns = batch["advantage"], batch["returns"]
-        ratio = jnp.exp(_log_prob(logits, batch["action"]) - batch["log_prob"])
+        ratio = jnp.exp(log_prob(logits, batch["action"]) - batch["log_prob"])
         policy_loss = -jnp.mean(
             jnp.minimum(ratio * advantage, jnp.clip(ratio, 1 - eps, 1 + eps) * advantage)
         )
         old = batch["value"]
         clipped = old + jnp.clip(value - old, -eps, eps)
         value_loss = jnp.mean(jnp.maximum((value - returns) ** 2, (clipped - returns) ** 2))
-        entropy = jnp.mean(_entropy(logits))
+        entropy = jnp.mean(rl.entropy(logits))
         loss = (
             policy_loss
             - self.settings.entropy_coef * entropy
@@ -285,32 +175,14 @@ class PPO(AbstractAlgorithm):
             "policy_loss": policy_loss,
             "value_loss": value_loss,
             "entropy": entropy,
-            "approx_kl": jnp.mean(batch["log_prob"] - _log_prob(logits, batch["action"])),
+            "approx_kl": jnp.mean(batch["log_prob"] - log_prob(logits, batch["action"])),
         }
 
     def sequences(
         self, rollout: Rollout, advantage: Array, returns: Array
     ) -> dict[str, PyTree[Array]]:
-        """The rollout cut into sequences of `recurrence` frames: leaves
-        `[sequences, recurrence, ...]`, `memory` the stored memory at each first frame."""
-        r = self.settings.recurrence
-
-        def cut(x):  # [frames, envs, ...] -> [envs * frames / r, r, ...]
-            x = jnp.swapaxes(x, 0, 1)
-            return x.reshape(x.shape[0] * (x.shape[1] // r), r, *x.shape[2:])
-
-        data = {
-            "obs": rollout.obs,
-            "mask": rollout.mask,
-            "action": rollout.action,
-            "value": rollout.value,
-            "log_prob": rollout.log_prob,
-            "advantage": advantage,
-            "returns": returns,
-        }
-        data = jtu.tree_map(cut, data)
-        data["memory"] = jtu.tree_map(lambda m: cut(m)[:, 0], rollout.memory)
-        return data
+        """The rollout cut into sequences of `recurrence` frames (`runs.rl.sequences`)."""
+        return sequences(rollout, advantage, returns, recurrence=self.settings.recurrence)
 
     def learn(
         self,
@@ -372,7 +244,7 @@ class PPO(AbstractAlgorithm):
         statistics summed over them."""
         act_key, learn_key, last_key = jr.split(key, 3)
         actors, rollout, finished = self.collect(env, model, actors, act_key)
-        _, last_value, _ = _act(model, actors.obs, _masked(actors.memory, actors.mask), last_key)
+        _, last_value, _ = act(model, actors.obs, masked(actors.memory, actors.mask), last_key)
         advantage, returns = self.advantages(rollout, last_value, actors.mask)
         data = self.sequences(rollout, advantage, returns)
         model, opt_state, metrics = self.learn(model, opt_state, data, learn_key)
@@ -456,7 +328,7 @@ def _evaluate(
         def body(carry, key):
             env_state, obs, memory, over, ret, success, length = carry
             action_key, env_key = jr.split(key)
-            logits, _, memory = _act(model, obs, memory, None)
+            logits, _, memory = act(model, obs, memory, None)
             action = jnp.argmax(logits, axis=-1) if greedy else jr.categorical(action_key, logits)
             env_state, obs, reward, terminated, truncated = jax.vmap(env.step)(
                 env_state, action, jr.split(env_key, batch)
@@ -475,40 +347,6 @@ def _evaluate(
     num_batches = -(-episodes // batch)
     out = jax.lax.map(one_batch, jr.split(key, num_batches))
     return {k: jnp.mean(v.reshape(-1)[:episodes]) for k, v in out.items()}
-
-
-def on_devices(
-    fn: Callable[..., tuple[PyTree, PyTree, Actors, dict[str, Array]]],
-    mesh: Mesh,
-    env: AbstractEnvironment,
-    state: TrainState,
-) -> tuple[TrainState, dict[str, Array]]:
-    """`fn(env, model, opt_state, actors, key) -> (model, opt_state, actors, metrics)` on every
-    device of `mesh`, each with its share of the environments (`state.extra`) and its own key
-    (the step's key folded with the device's index), then `state` one step on.
-
-    `fn` must keep the model and optimizer state equal on every device (average gradients
-    over the devices) and return metrics already reduced over them."""
-    model_params, model_static = eqx.partition(state.model, eqx.is_array)
-    env_params, env_static = eqx.partition(env, eqx.is_array)
-
-    def local(model_params, opt_state, env_params, actors, key):
-        model = eqx.combine(model_params, model_static)
-        env = eqx.combine(env_params, env_static)
-        key = jr.fold_in(key, jax.lax.axis_index(AXIS))
-        model, opt_state, actors, metrics = fn(env, model, opt_state, actors, key)
-        return eqx.filter(model, eqx.is_array), opt_state, actors, metrics
-
-    replicated, split = PartitionSpec(), PartitionSpec(AXIS)
-    model_params, opt_state, actors, metrics = jax.shard_map(
-        local,
-        mesh=mesh,
-        in_specs=(replicated, replicated, replicated, split, replicated),
-        out_specs=(replicated, replicated, split, replicated),
-        check_vma=False,  # the model and optimizer state stay equal on every device
-    )(model_params, state.opt_state, env_params, state.extra, step_key(state))
-    state = next_step(state, eqx.combine(model_params, model_static), opt_state)
-    return eqx.tree_at(lambda s: s.extra, state, actors), metrics
 
 
 def ppo_optimizer(

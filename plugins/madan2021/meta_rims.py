@@ -1,5 +1,6 @@
 """Fast and slow learning of an agent's leaves, Madan et al. 2021 (Meta-RIMs, Algorithm 1),
-mapped onto batched PPO as `shared/reference/meta_rims.md` B4 reads it.
+mapped onto batched PPO: the loops, labels and spans below are our reading of the paper's
+Section 2.2 and Algorithm 1.
 
 The agent labels its leaves (`zoo.AbstractLearner.labels`): for the RIMs agent the modules'
 cells and the policy head are `"fast"`, both attentions, the value head and the encoders
@@ -23,11 +24,12 @@ from jaxtyping import Array, PRNGKeyArray
 from tasks import AbstractEnvironment
 from zoo import AbstractActorCritic, checked_labels
 
-from ..config import EvalConfig, TrainConfig
-from ..state import TrainState
-from .base import AbstractAlgorithm
-from .config import MetaRIMsConfig, PPOConfig
-from .ppo import PPO, on_devices, ppo_optimizer, trained_labels
+from runs import EvalConfig, PPOConfig, TrainConfig, TrainState
+from runs.algorithms import AbstractAlgorithm
+from runs.algorithms.ppo import PPO, ppo_optimizer, trained_labels
+from runs.rl import on_devices
+
+from .config import MetaRIMsConfig
 
 _EPISODES = ("episodes", "return_sum", "success_sum", "length_sum")
 
