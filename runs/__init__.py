@@ -14,12 +14,12 @@ __distribution__ = "compgen-zoo"  # checked by runs.shadowing: a foreign `runs` 
 if TYPE_CHECKING:
     from .algorithms.config import BilevelConfig, InContextConfig, PPOConfig
     from .config import EvalConfig, InnerConfig, OuterConfig, RunConfig, TrainConfig
+    from .evaluation import Evaluation, evaluate, evaluate_run
     from .run import (
         RunError,
         RunInterrupted,
         TrainingDiverged,
         build,
-        evaluate,
         load,
         read_config,
         read_metrics,
@@ -41,7 +41,9 @@ _LAZY = {
     "RunInterrupted": ".run",
     "TrainingDiverged": ".run",
     "build": ".run",
-    "evaluate": ".run",
+    "evaluate": ".evaluation",
+    "evaluate_run": ".evaluation",
+    "Evaluation": ".evaluation",
     "load": ".run",
     "read_config": ".run",
     "read_metrics": ".run",
@@ -51,6 +53,7 @@ _LAZY = {
 __all__ = [
     "BilevelConfig",
     "EvalConfig",
+    "Evaluation",
     "InContextConfig",
     "InnerConfig",
     "OuterConfig",
@@ -63,6 +66,7 @@ __all__ = [
     "TrainingDiverged",
     "build",
     "evaluate",
+    "evaluate_run",
     "load",
     "read_config",
     "read_metrics",
