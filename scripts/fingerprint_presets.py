@@ -4,7 +4,8 @@ the numbers bit-identical): `python scripts/fingerprint_presets.py OUT.json [PRE
 Each preset is run for 2 steps (1 per compiled call) with a meta-batch of at most 4 (the
 reinforcement-learning presets with their own batch of environments, whose outer settings their
 algorithm refuses to change) and a minimal evaluation, on one device; the SHA-256 of its final model arrays and its logged losses
-are written to OUT.json. Compare two such files with `--compare A.json B.json`."""
+are written to OUT.json. Compare two such files with `--compare A.json B.json`.
+`docs/figures/fingerprints-v0.1.0.json` holds those of release 0.1.0 (commit 5184a78)."""
 
 import dataclasses
 import hashlib
@@ -38,7 +39,11 @@ def fingerprint(name: str) -> dict:
     import numpy as np
 
     import runs
-    from runs.presets import get_preset
+
+    try:  # 0.2: presets are experiment plugins
+        from runs.experiments import get_preset
+    except ImportError:  # 0.1
+        from runs.presets import get_preset  # pyright: ignore
 
     config = get_preset(name)
     replace = dataclasses.replace
