@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from .algorithms.config import BilevelConfig, InContextConfig, PPOConfig
     from .config import EvalConfig, InnerConfig, OuterConfig, RunConfig, TrainConfig
     from .evaluation import Evaluation, evaluate, evaluate_run
+    from .experiments import Experiment, Preset
     from .run import (
         RunError,
         RunInterrupted,
@@ -26,8 +27,14 @@ if TYPE_CHECKING:
         train,
     )
     from .state import TrainState
+    from .sweeps import Select, Sweep, SweepRun
 
 _LAZY = {
+    "Experiment": ".experiments",
+    "Preset": ".experiments",
+    "Select": ".sweeps",
+    "Sweep": ".sweeps",
+    "SweepRun": ".sweeps",
     "TrainConfig": ".config",
     "EvalConfig": ".config",
     "InnerConfig": ".config",
@@ -51,6 +58,11 @@ _LAZY = {
 }
 
 __all__ = [
+    "Experiment",
+    "Preset",
+    "Select",
+    "Sweep",
+    "SweepRun",
     "BilevelConfig",
     "EvalConfig",
     "Evaluation",
