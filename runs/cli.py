@@ -184,7 +184,7 @@ class HelpRequested(UsageError):
 def parse_train(argv: list[str]) -> tuple[TrainConfig, Any]:
     """Parse `zoo train` arguments into a `TrainConfig` and the parsed command."""
     from . import algorithms
-    from .presets import UnknownNameError, get_preset
+    from .experiments import UnknownNameError, get_preset
 
     preset_name, argv = _pop_preset(argv)
     algorithm_name, argv = _pop_option(argv, "--algorithm")
@@ -525,11 +525,15 @@ def _list(argv: list[str]) -> int:
 
 def _presets(argv: list[str]) -> int:
     del argv
-    from .presets import PRESETS
+    from .experiments import presets
 
-    width = max(map(len, PRESETS))
-    for name, (description, _) in PRESETS.items():
-        print(f"{name:<{width}}  {description}")
+    found = presets()
+    if not found:
+        print("no presets: no experiment plugin (zoo.experiments) is installed")
+        return 0
+    width = max(map(len, found))
+    for name, preset in found.items():
+        print(f"{name:<{width}}  {preset.description}")
     return 0
 
 
@@ -550,7 +554,7 @@ def _info(argv: list[str]) -> int:
 
     from zoo import param_counts
 
-    from .presets import UnknownNameError, authors_counts, get_preset
+    from .experiments import UnknownNameError, get_preset, preset
     from .run import RunError, build, resolve
 
     command = tyro.cli(InfoCommand, args=argv, prog="zoo info")
@@ -581,12 +585,12 @@ def _info(argv: list[str]) -> int:
     print(f"  settings:  {config.model}")
     print(f"  on task:   {config.task_name} ({config.task})")
     print(f"  parameters: {counts['meta']:,} meta, {counts['fast']:,} fast (adapted per task)")
-    authors = authors_counts(command.preset) if command.preset is not None else None
+    authors = preset(command.preset).authors_counts if command.preset is not None else None
     if authors is not None:
         same = (counts["meta"], counts["fast"]) == authors
         print(
             f"  authors':   {authors[0]:,} meta, {authors[1]:,} fast "
-            f"({'equal' if same else 'they differ: see runs/presets.py'})"
+            f"({'equal' if same else 'they differ: see the preset in its experiment plugin'})"
         )
     return 0
 
@@ -622,7 +626,7 @@ class SweepCommand:
 
 
 def _sweep(argv: list[str]) -> int:
-    from .presets import UnknownNameError, get_sweep
+    from .experiments import UnknownNameError, get_sweep
     from .run import RunInterrupted
     from .sweeps import run_sweep
 
@@ -746,10 +750,14 @@ def _report(argv: list[str]) -> int:
 
 def _sweeps(argv: list[str]) -> int:
     del argv
-    from .presets import SWEEPS
+    from .experiments import sweeps
 
-    width = max(map(len, SWEEPS))
-    for name, sweep in SWEEPS.items():
+    found = sweeps()
+    if not found:
+        print("no sweeps: no experiment plugin (zoo.experiments) is installed")
+        return 0
+    width = max(map(len, found))
+    for name, sweep in found.items():
         runs = f"{len(sweep.runs)} run{'s' * (len(sweep.runs) > 1)}"
         print(f"{name:<{width}}  {runs} x {len(sweep.seeds)} seeds  {sweep.description}")
     return 0

@@ -1,0 +1,193 @@
+"""Madan et al. 2021, Fast and slow learning of recurrent independent mechanisms (ICLR): the
+LSTM, RIMs and Meta-RIMs agents on MiniGrid / BabyAI levels, registered as the `madan2021`
+experiment."""
+
+import dataclasses
+
+from runs.algorithms.config import PPOConfig
+from runs.config import EvalConfig, RunConfig, TrainConfig
+from runs.experiments import Experiment, Preset
+from runs.sweeps import Sweep, SweepRun
+from tasks.config import (
+    DoorKey5x5Config,
+    GoToLocalConfig,
+    GoToObjConfig,
+    GoToRedBallConfig,
+    GoToRedBallGreyConfig,
+    PickupDistConfig,
+    PickupLocConfig,
+)
+from zoo.config import (
+    LSTMAgentConfig,
+    RIMsAgentConfig,
+)
+
+from .config import MetaRIMsConfig
+
+PRESETS: dict[str, tuple[str, TrainConfig]] = {}
+
+# Madan et al. 2021: the agents on MiniGrid / BabyAI levels with BabyAI's PPO (meta_rims.md
+# B3) or the fast and slow loops (B4). The paper gives no frame budgets; these are CPU-scale
+# budgets (1M frames), measured runs in docs/results.md.
+MADAN_LEVELS = {
+    "doorkey-5x5": DoorKey5x5Config(),
+    "gotoobj": GoToObjConfig(),
+    "gotoredballgrey": GoToRedBallGreyConfig(),
+    "gotoredball": GoToRedBallConfig(),
+    "gotolocal": GoToLocalConfig(),
+    "pickuploc": PickupLocConfig(),
+    "pickupdist": PickupDistConfig(),
+}
+"""The levels of the presets, by the presets' short names."""
+MADAN_AGENTS = {
+    "lstm": ("lstm-agent", "ppo"),
+    "rims": ("rims-agent", "ppo"),
+    "meta-rims": ("rims-agent", "meta-rims"),
+    "meta-lstm": ("lstm-agent", "meta-rims"),
+}
+"""The paper's agents: vanilla (LSTM), modular (RIMs), Meta-RIMs and meta-LSTM (Fig. 5b), as
+(model, algorithm)."""
+MADAN_CPU_FRAMES = 1_000_000
+
+
+def madan_preset(level: str, agent: str) -> str:
+    """The name of the Madan et al. 2021 preset of `level` and `agent`."""
+    return f"madan2021/{level}-{agent}"
+
+
+def _madan(
+    level: str, agent: str, frames: int = MADAN_CPU_FRAMES, model: dict | None = None, **algorithm
+) -> TrainConfig:
+    """`agent` on `level` for about `frames` environment frames (`model` and `algorithm`
+    override fields of the agent's and the algorithm's settings)."""
+    model_name, algorithm_name = MADAN_AGENTS[agent]
+    settings = MetaRIMsConfig() if algorithm_name == "meta-rims" else PPOConfig()
+    settings = dataclasses.replace(settings, **algorithm)
+    per_call = 4 if algorithm_name == "meta-rims" else 20
+    block = 4 * per_call  # evaluations and checkpoints at every quarter of the run
+    steps = max(block, round(frames / settings.frames_per_step / block) * block)
+    task = MADAN_LEVELS[level]
+    return TrainConfig(
+        task=task,
+        model=(LSTMAgentConfig if model_name == "lstm-agent" else RIMsAgentConfig)(**(model or {})),
+        task_name=level if level.startswith("doorkey") else f"babyai-{level}",
+        model_name=model_name,
+        algorithm_name=algorithm_name,
+        algorithm=settings,
+        eval=EvalConfig(every=steps // 4, tasks=256, batch=64),
+        run=RunConfig(steps=steps, steps_per_call=per_call, checkpoint_every=steps // 4),
+    )
+
+
+PRESETS.update(
+    {
+        madan_preset(level, agent): (
+            f"Madan et al. 2021: {agent} agent on {level}, {MADAN_CPU_FRAMES:,} frames (CPU scale)",
+            _madan(level, agent),
+        )
+        for level in MADAN_LEVELS
+        for agent in MADAN_AGENTS
+    }
+)
+
+# The ablations of Figs. 5b, 6a and 8 on DoorKey-5x5: label -> (description, config).
+MADAN_ABLATIONS = {
+    "meta-rims-k5": (
+        "Meta-RIMs updating all modules (k = 5 of 5; Fig. 6a sparsity)",
+        _madan("doorkey-5x5", "meta-rims", model={"top_k": 5}),
+    ),
+    "meta-rims-slow1": (
+        "Meta-RIMs with slow factor 1 (Fig. 6a)",
+        _madan("doorkey-5x5", "meta-rims", slow_factor=1),
+    ),
+    "meta-rims-slow2": (
+        "Meta-RIMs with slow factor 2 (Fig. 6a)",
+        _madan("doorkey-5x5", "meta-rims", slow_factor=2),
+    ),
+    "meta-flip": (
+        "metaFlip: attentions fast, module cells slow (Fig. 8)",
+        _madan("doorkey-5x5", "meta-rims", model={"split": "flip"}),
+    ),
+    "slowlr": (
+        "slowLR: one PPO loop, the attentions at a quarter of the learning rate (Fig. 8)",
+        _madan("doorkey-5x5", "rims", model={"split": "attention"}, slow_lr_factor=0.25),
+    ),
+}
+PRESETS.update(
+    {
+        f"madan2021/doorkey-5x5-{label}": (
+            f"Madan et al. 2021: {words}, DoorKey-5x5, {MADAN_CPU_FRAMES:,} frames (CPU scale)",
+            config,
+        )
+        for label, (words, config) in MADAN_ABLATIONS.items()
+    }
+)
+
+
+def get_preset(name: str) -> TrainConfig:
+    """The config of this experiment's preset `name` (its full name, `madan2021/...`)."""
+    return PRESETS[name][1]
+
+
+def _madan_fig3(levels: tuple[str, ...], agents: tuple[str, ...]) -> Sweep:
+    runs = [
+        SweepRun(
+            f"{level}-{agent}",
+            get_preset(madan_preset(level, agent)),
+            {"level": level, "agent": agent},
+        )
+        for level in levels
+        for agent in agents
+    ]
+    return Sweep(
+        "Madan et al. 2021, Figs. 3-4: sample efficiency of the LSTM (vanilla), RIMs (modular) "
+        f"and Meta-RIMs agents, {MADAN_CPU_FRAMES:,} frames per run (CPU scale). Paper (plots "
+        "only): Meta-RIMs learns fastest, with the largest gaps on the harder levels",
+        tuple(runs),
+        metrics=("eval.success", "eval.return"),
+        x="level",
+        hue="agent",
+    )
+
+
+def _madan_ablations() -> Sweep:
+    labels = ("rims", "meta-rims", "meta-lstm")
+    runs = [
+        SweepRun(label, get_preset(madan_preset("doorkey-5x5", label)), {"variant": label})
+        for label in labels
+    ]
+    runs += [
+        SweepRun(label, config, {"variant": label})
+        for label, (_, config) in MADAN_ABLATIONS.items()
+    ]
+    return Sweep(
+        "Madan et al. 2021, Figs. 5b, 6a, 8 on DoorKey-5x5: Meta-RIMs against its ablations "
+        f"(sparsity k = 5, slow factor 1 and 2, metaFlip, slowLR, meta-LSTM), {MADAN_CPU_FRAMES:,} "
+        "frames per run (CPU scale). Paper (plots only): each ablation learns slower than "
+        "Meta-RIMs",
+        tuple(runs),
+        metrics=("eval.success", "eval.return"),
+        x="variant",
+    )
+
+
+SWEEPS: dict[str, Sweep] = {
+    "madan2021/fig3-cpu": _madan_fig3(tuple(MADAN_LEVELS), ("lstm", "rims", "meta-rims")),
+    "madan2021/doorkey-cpu": _madan_fig3(("doorkey-5x5",), ("lstm", "rims", "meta-rims")),
+    "madan2021/ablations-cpu": _madan_ablations(),
+}
+
+
+def experiment() -> Experiment:
+    """The factory of the `madan2021` experiment (entry point `zoo.experiments`)."""
+    return Experiment(
+        presets={
+            name.removeprefix("madan2021/"): Preset(config, description)
+            for name, (description, config) in PRESETS.items()
+        },
+        sweeps={
+            name.removeprefix("madan2021/"): (lambda presets, sweep=sweep: sweep)
+            for name, sweep in SWEEPS.items()
+        },
+        description="Madan et al. 2021, Fast and slow learning of recurrent independent mechanisms (ICLR)",
+    )
