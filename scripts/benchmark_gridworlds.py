@@ -36,9 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchmark_hyperteacher import matmul_peak, step_flops
 
+from plugins.schug2024.presets import grid_preset
 from runs.algorithms.base import train_chunk
 from runs.config import TrainConfig
-from runs.presets import get_preset, grid_preset
+from runs.presets import get_preset
 from runs.run import build, build_algorithm, resolve
 from runs.sharding import replicate
 
@@ -85,14 +86,14 @@ def benchmark(name: str, config: TrainConfig, steps_per_call: int, calls: int) -
         jax.block_until_ready(metrics)
         times.append(time.perf_counter() - t)
     steps_per_s = steps_per_call / (sum(times) / len(times))
-    sample_s = sampling_time(task, config.outer.meta_batch)
+    sample_s = sampling_time(task, config.algorithm.outer.meta_batch)
     # Each device runs the per-device program on its share of the meta-batch.
     achieved = flops_per_step * len(jax.devices()) * steps_per_s / 1e9
     return {
         "setting": name,
         "task": config.task_name,
         "model": config.model_name,
-        "meta_batch": config.outer.meta_batch,
+        "meta_batch": config.algorithm.outer.meta_batch,
         "devices": len(jax.devices()),
         "steps_per_s": steps_per_s,
         "step_s": 1 / steps_per_s,
@@ -137,7 +138,11 @@ def main() -> None:
             (
                 name,
                 dataclasses.replace(
-                    c, outer=dataclasses.replace(c.outer, meta_batch=args.meta_batch)
+                    c,
+                    algorithm=dataclasses.replace(
+                        c.algorithm,
+                        outer=dataclasses.replace(c.algorithm.outer, meta_batch=args.meta_batch),
+                    ),
                 ),
             )
             for name, c in settings

@@ -112,3 +112,10 @@ def _release_compiled_programs():
             out.write(f"before clearing: {sum(1 for _ in maps)}\n")
     jax.clear_caches()
     gc.collect()
+
+
+def all_presets() -> dict:
+    """Every installed experiment's presets, `{full name: (description, config)}`."""
+    import runs.experiments
+
+    return {n: (p.description, p.config) for n, p in runs.experiments.presets().items()}

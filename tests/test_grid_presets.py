@@ -3,7 +3,7 @@ parameter counts are the authors', its settings are valid, and the sweeps cover 
 
 Counts: ours equal the authors' (schug_gridworlds.md A3) for every grid-world preset, paper
 size and -cpu alike (the -cpu presets keep the paper's networks). None differs; were one to,
-it would be listed here and in `runs.presets.AUTHORS_GRID_COUNTS` with its reason.
+it would be listed here and in `plugins.schug2024.presets.AUTHORS_GRID_COUNTS` with its reason.
 """
 
 import dataclasses
@@ -11,7 +11,7 @@ import dataclasses
 import equinox as eqx
 import pytest
 
-from runs import presets
+from plugins.schug2024 import presets
 from runs.cli import main
 from runs.run import build, resolve
 from runs.sweeps import plan
@@ -56,10 +56,17 @@ def test_grid_preset_settings_are_the_papers_and_valid(name):
     config = GRID[name]
     world = "preferences" if config.task_name == "compositional-preferences" else "goals"
     model, inner, lr, clip = presets.GRID_LEARNERS[world, config.model_name]
-    assert config.model == model and config.inner == inner
-    assert (config.outer.lr, config.outer.clip, config.outer.weight_decay) == (lr, clip, 1e-2)
-    assert config.inner.mode == "second-order" and config.outer.schedule == "constant"
-    assert 0 <= config.inner.batch <= _support_rows(config)
+    assert config.model == model and config.algorithm.inner == inner
+    assert (
+        config.algorithm.outer.lr,
+        config.algorithm.outer.clip,
+        config.algorithm.outer.weight_decay,
+    ) == (lr, clip, 1e-2)
+    assert (
+        config.algorithm.inner.mode == "second-order"
+        and config.algorithm.outer.schedule == "constant"
+    )
+    assert 0 <= config.algorithm.inner.batch <= _support_rows(config)
     assert config.eval.tasks % config.eval.batch == 0
     assert config.run.steps % config.run.steps_per_call == 0
     if world == "preferences":
@@ -67,13 +74,14 @@ def test_grid_preset_settings_are_the_papers_and_valid(name):
         assert config.task.max_active == k
     if name.endswith("-cpu"):
         paper = GRID[name.removesuffix("-cpu")]
-        assert config.outer.meta_batch == 32 and config.eval.tasks == 256
+        assert config.algorithm.outer.meta_batch == 32 and config.eval.tasks == 256
         assert config.run.steps <= 10_000
         assert (
-            dataclasses.replace(config, outer=paper.outer, eval=paper.eval, run=paper.run) == paper
+            dataclasses.replace(config, algorithm=paper.algorithm, eval=paper.eval, run=paper.run)
+            == paper
         )  # only the meta-batch, evaluation and length are scaled down
     else:
-        assert config.outer.meta_batch == 128
+        assert config.algorithm.outer.meta_batch == 128
         assert (config.eval.every, config.eval.tasks) == (1000, 1024)
         assert config.run.steps == (100_000 if world == "preferences" else 200_000)
 

@@ -14,8 +14,9 @@ import plugins
 from runs import algorithms
 from runs.algorithms.base import train_chunk
 from runs.algorithms.config import PPOConfig
-from runs.algorithms.ppo import PPO, Rollout, make
+from runs.algorithms.ppo import PPO, make
 from runs.config import EvalConfig, RunConfig, TrainConfig
+from runs.rl import Rollout
 from runs.run import RunError, load, read_metrics, train
 from runs.sharding import make_mesh
 
@@ -172,9 +173,14 @@ def test_the_cli_trains_an_agent_and_evaluates_it_zero_shot(tmp_path, capsys):
     flags += ["--algorithm.minibatch", "32", "--steps", "2", "--steps-per-call", "2"]
     flags += ["--checkpoint-every", "2", "--eval.tasks", "4", "--eval.batch", "4"]
     flags += ["--no-progress", "--out", str(out)]
-    with pytest.raises(SystemExit):  # PPO reads no --outer.* flags: they are not offered
-        main(["train", "toy-corridor", "toy-agent", "--outer.lr", "0.1", *flags])
+    with pytest.raises(SystemExit):  # PPO has no outer optimizer: its flags are not offered
+        main(["train", "toy-corridor", "toy-agent", "--algorithm.outer.lr", "0.1", *flags])
     assert "outer.lr" in capsys.readouterr().err
+    # 0.1's alias of it is refused too, naming PPO's own --algorithm.* flags.
+    assert main(["train", "toy-corridor", "toy-agent", "--outer.lr", "0.1", *flags]) == 2
+    error = capsys.readouterr().err
+    assert "--outer.lr" in error and "'ppo' has none" in error and "--algorithm." in error
+    assert not out.exists()
     assert main(["train", "toy-corridor", "toy-agent", *flags]) == 0
     assert load(out).config.algorithm_name == "ppo"
     assert main(["eval", str(out), "--task", "toy-corridor", "--tasks", "8"]) == 0
@@ -190,11 +196,20 @@ class LongCorridor(rl_toys.CorridorConfig):
     length: int = 9
 
 
-def test_engine_settings_the_algorithm_does_not_read_are_refused(tmp_path):
+def test_settings_of_another_algorithm_are_refused(tmp_path):
+    """An outer optimizer (the in-context algorithm's config) for an agent: PPO does not read
+    it, and the in-context algorithm does not train agents."""
+    from runs import InContextConfig
     from runs.config import OuterConfig
 
-    config = dataclasses.replace(toy_config(), outer=OuterConfig(lr=0.5))
-    with pytest.raises(RunError, match=r"does not read outer\.lr"):
+    settings = InContextConfig(outer=OuterConfig(lr=0.5))
+    config = dataclasses.replace(toy_config(), algorithm_name="ppo", algorithm=settings)
+    with pytest.raises(
+        RunError, match=r"is a InContextConfig, but algorithm 'ppo' takes a PPOConfig"
+    ):
+        train(config, tmp_path / "run", progress=False)
+    config = dataclasses.replace(config, algorithm_name="")  # named from its config's class
+    with pytest.raises(RunError, match=r"Algorithm 'in-context' cannot train"):
         train(config, tmp_path / "run", progress=False)
     assert not (tmp_path / "run").exists()
 
@@ -202,7 +217,7 @@ def test_engine_settings_the_algorithm_does_not_read_are_refused(tmp_path):
 def test_the_madan_presets_prepare(tmp_path):
     """Every Madan et al. 2021 preset passes every check made before compiling, with the
     algorithm its agent calls for, and trains for about its frame budget."""
-    from runs.presets import (
+    from plugins.madan2021.presets import (
         MADAN_ABLATIONS,
         MADAN_AGENTS,
         MADAN_CPU_FRAMES,
@@ -232,7 +247,7 @@ def test_slow_leaves_move_at_a_fraction_of_the_rate():
     """The slowLR ablation: with `slow_lr_factor` the leaves labelled slow take steps that
     factor the size of those at the full rate (one Adam step: linear in the rate), the others
     the same steps."""
-    from runs.algorithms.ppo import on_devices
+    from runs.rl import on_devices
 
     env = rl_toys.Corridor(4)
     model = rl_toys.make_fast_slow_agent(rl_toys.TinyAgentConfig(4), io=env.io, key=jr.key(0))
