@@ -1,4 +1,4 @@
-"""Which modules of an agent are active at each step (Madan et al. 2021, Figs. 6b and 11):
+"""Which modules of an agent are active at each step (as papers on modular agents draw it):
 recorded over a few episodes and drawn as a PNG, so a person can see whether modules
 specialise, take turns or die. `zoo eval DIR --activity N` writes `DIR/activity.png` and
 `DIR/activity.json`."""

@@ -1,4 +1,4 @@
-"""Identification metrics of Schug et al. 2024: linear decodability of the task latent from the
+"""Identification metrics of modular meta-learners: linear decodability of the task latent from the
 learned embeddings (Section 4.1, Fig. 3C-D) and module alignment (Section 3.3, Fig. 2C-D).
 
 Both are plain functions of arrays, so they can be checked on cases with a known answer.

@@ -1,8 +1,13 @@
 """The import arrows of DESIGN.md, checked on the source text (parsed with `ast`, nothing imported).
 
-- `runs -> plugins -> (zoo, tasks)`: `zoo` imports none of `tasks`, `plugins`, `runs`; `tasks`
-  imports none of `plugins`, `runs`, and from `zoo` only the JAX-free I/O-spec module `zoo.io`;
-  `plugins` imports no `runs`.
+- `runs -> plugins' registry -> (zoo, tasks)`: `zoo` imports none of `tasks`, `plugins`, `runs`;
+  `tasks` imports none of `plugins`, `runs`, and from `zoo` only the JAX-free I/O-spec module
+  `zoo.io`; the registry (`plugins/__init__.py`, `_registry.py`, `_spec.py`, `builtin.py`)
+  imports no `runs`.
+- The built-in plugins (every other module of `plugins/`: the algorithms, hooks and one
+  experiment package per paper) are leaves: they may import `runs`, but only its public names,
+  as a third party would; `runs` never imports them (it finds them through entry points).
+- `runs/` names no paper: none of the seed papers' authors appears in its source.
 - No module imports another top-level package's private modules (a module path component
   starting with `_`, other than `__init__`): `from tasks._base import X` in `runs/` is one,
   `from ._base import X` in `zoo/mlp.py` is not (same package).
@@ -31,6 +36,16 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "runs": (),
 }
 """Per layer, the top-level packages its modules must not import."""
+
+REGISTRY = ("plugins/__init__.py", "plugins/_registry.py", "plugins/_spec.py", "plugins/builtin.py")
+"""The modules of the plugin registry (the rest of `plugins/` are built-in plugins, leaves)."""
+
+LEAVES = ("plugins.algorithms", "plugins.hooks", "plugins.schug2024", "plugins.lake2019")
+LEAVES += ("plugins.madan2021", "plugins.builtin")
+"""The built-in plugins, which `runs` must not import."""
+
+PAPERS = r"\b(schug|lake|madan)"
+"""The seed papers' first authors, which `runs/` must not name (word starts: not `blake2b`)."""
 
 ALLOWED: dict[str, tuple[str, ...]] = {"tasks": ("zoo.io",)}
 """Per layer, modules of a forbidden package it may import all the same (and their submodules)."""
@@ -98,6 +113,7 @@ def check_source(
     """
     tree = ast.parse(source, filename=path)
     top = path.split("/")[0]
+    leaf = top == "plugins" and path not in REGISTRY
     found: list[Violation] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -119,7 +135,17 @@ def check_source(
         statement = " ".join(statement.split())
         for full, parts in targets:
             target_top = parts[0]
-            if layering and target_top in FORBIDDEN.get(top, ()):
+            if (
+                layering
+                and top == "runs"
+                and any(full == m or full.startswith(m + ".") for m in LEAVES)
+            ):
+                rule = "runs must not import a built-in plugin (it finds them by entry point)"
+                found.append(Violation(path, node.lineno, rule, statement))
+            if leaf and target_top == "runs" and any(_is_private(p) for p in full.split(".")):
+                rule = "a built-in plugin imports only public names of runs"
+                found.append(Violation(path, node.lineno, rule, statement))
+            if layering and not leaf and target_top in FORBIDDEN.get(top, ()):
                 allowed = ALLOWED.get(top, ())
                 if not any(full == a or full.startswith(a + ".") for a in allowed):
                     extra = f" (only {', '.join(allowed)})" if allowed else ""
@@ -228,3 +254,29 @@ def test_layers_import_no_private_modules_of_other_packages():
 def test_tests_and_scripts_import_no_private_modules():
     violations = check_tree(("tests", "scripts"), layering=False)
     assert not violations, _report(violations)
+
+
+def test_checker_tells_the_registry_from_the_built_in_plugins():
+    source = "from runs import TrainConfig\nfrom runs.run import _keys\n"
+    found = check_source(source, "plugins/schug2024/presets.py", is_module=_no_modules)
+    assert [(v.line, v.rule) for v in found] == [
+        (2, "a built-in plugin imports only public names of runs")
+    ]
+    found = check_source(source, "plugins/_registry.py", is_module=_no_modules)
+    assert {v.rule for v in found} == {"plugins must not import runs"}
+    found = check_source("import plugins.madan2021.meta_rims\n", "runs/x.py", is_module=_no_modules)
+    assert [v.rule for v in found] == [
+        "runs must not import a built-in plugin (it finds them by entry point)"
+    ]
+
+
+def test_runs_names_no_paper():
+    import re
+
+    named = [
+        f"{file.relative_to(ROOT)}:{n}: {line.strip()}"
+        for file in sorted((ROOT / "runs").rglob("*.py"))
+        for n, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(PAPERS, line, re.IGNORECASE)
+    ]
+    assert not named, "runs/ names a paper; move it into the paper's plugin:\n" + "\n".join(named)
