@@ -19,14 +19,13 @@ import shutil
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
 import jax.random as jr
-import numpy as np
 from jaxtyping import PRNGKeyArray
 
 import plugins
@@ -34,14 +33,15 @@ from tasks import AbstractEnvironment, AbstractTask
 from zoo import AbstractLearner
 
 from . import algorithms
-from .algorithms.base import AbstractAlgorithm, train_chunk
+from .algorithms.base import AbstractAlgorithm
 from .checkpoint import Checkpoints, OldCheckpointError
 from .config import InnerConfig, PluginSource, TrainConfig, from_dict, to_dict
-from .distributed import barrier, fetch, is_primary, local, multiprocess
+from .distributed import barrier, is_primary, multiprocess
+from .hooks import Hook
 from .lock import LOCK_FILE, DirectoryLock, LockedError, atomic_write_text
 from .provenance import provenance
 from .sharding import make_mesh, replicate
-from .state import TrainState
+from .trainer import RunInterrupted, Trainer, TrainingDiverged  # noqa: F401 (raised by `train`)
 
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.jsonl"
@@ -51,16 +51,8 @@ class RunError(ValueError):
     """A run cannot start as configured; the message says what to change."""
 
 
-class TrainingDiverged(RuntimeError):
-    """The loss became non-finite; the run stopped and kept its last good checkpoint."""
-
-
 class UnfinishedRunWarning(UserWarning):
     """`load` read a checkpoint before the run's last step."""
-
-
-class RunInterrupted(RuntimeError):
-    """Training was interrupted (Ctrl-C); the newest state was checkpointed where it could be."""
 
 
 class Loaded(NamedTuple):
@@ -284,8 +276,9 @@ def config_from_dict(data: dict) -> TrainConfig:
         cls = entry.spec.config
         changes[kind] = from_dict(cls, _with_legacy_defaults(cls, data[kind]))
     config = dataclasses.replace(config, **changes)
-    if not config.algorithm_name and legacy:  # saved before runs named their algorithm
-        config = with_algorithm(config, *eqx.filter_eval_shape(build, config))
+    if not config.algorithm_name and (legacy or algorithm):  # its algorithm left unnamed
+        named = with_algorithm(config, *eqx.filter_eval_shape(build, config))
+        config = dataclasses.replace(config, algorithm_name=named.algorithm_name)
     if config.algorithm_name:
         spec = algorithms.get(config.algorithm_name)
         fields = {f.name for f in dataclasses.fields(spec.config)}
@@ -664,15 +657,6 @@ def describe_evaluation(task: Any, config: TrainConfig) -> str:
 # --------------------------------------------------------------------------- training
 
 
-Hook = Callable[[int, TrainState, dict[str, np.ndarray]], None]
-"""Called after a chunk of steps as `hook(step, state, metrics)`, with the steps taken, the
-state after them and the chunk's metrics (one value per step)."""
-
-
-def _due(step: int, every: int, total: int) -> bool:
-    return step == total or (every > 0 and step % every == 0)
-
-
 def _divergence_message(
     bad: int, first_bad_grad: int | None, skipped: int, last_good: int, where: Path
 ) -> str:
@@ -707,6 +691,7 @@ def train(
     resume: bool = False,
     progress: bool = True,
     allow_changes: bool = False,
+    hooks: Sequence[Hook] = (),
 ) -> Path:
     """Train as `config` says, writing the run directory `out`.
 
@@ -714,6 +699,8 @@ def train(
     (its settings must match `config`, except `run.steps` and, with `allow_changes=True`, the
     optimizer scalars its algorithm's config declares in `CHANGEABLE`, recorded in `history.jsonl`); an empty `out` starts
     afresh.
+    `hooks` (`runs.hooks.Hook`s) are called after the built-in ones (metrics file, evaluation,
+    checkpoints, progress bar), in process 0 only.
     Raises `RunError` before compiling anything if the settings cannot work (or if a run to
     resume has checkpoints and none of them reads: nothing is changed then), and
     `TrainingDiverged` if the loss becomes non-finite (the last good checkpoint stays).
@@ -721,7 +708,7 @@ def train(
     out = Path(out)
     config = prepare(config, out, resume, allow_changes)
     if multiprocess():
-        return _train_multiprocess(config, out, progress, allow_changes)
+        return _train_multiprocess(config, out, progress, allow_changes, hooks)
     fresh = _is_blank(out)
     created = not out.exists()
     try:
@@ -729,7 +716,7 @@ def train(
     except LockedError as error:
         raise RunError(str(error)) from None
     try:
-        return _train(config, out, progress, allow_changes)
+        return _train(config, out, progress, allow_changes, hooks=hooks)
     except BaseException:
         if fresh and not _has_checkpoint(out):  # failed before the run had a first checkpoint
             lock.release()
@@ -740,17 +727,17 @@ def train(
 
 
 def _train_multiprocess(
-    config: TrainConfig, out: Path, progress: bool, allow_changes: bool
+    config: TrainConfig, out: Path, progress: bool, allow_changes: bool, hooks: Sequence[Hook]
 ) -> Path:
     """`train` as one of several processes (`runs.distributed`): every process has checked
     `out` before any writes to it; process 0 alone locks and writes it (and shows progress)."""
     resuming = (out / CONFIG_FILE).exists()
     barrier("zoo-train-checked")  # no process sees what another has written yet
     if not is_primary():
-        return _train(config, out, False, allow_changes, resuming)
+        return _train(config, out, False, allow_changes, resuming, hooks)
     lock = DirectoryLock(out, "zoo train").acquire()  # the others' locks would be the same
     try:
-        return _train(config, out, progress, allow_changes, resuming)
+        return _train(config, out, progress, allow_changes, resuming, hooks)
     finally:
         lock.release()
 
@@ -782,11 +769,12 @@ def _train(
     progress: bool,
     allow_changes: bool,
     resuming: bool | None = None,
+    hooks: Sequence[Hook] = (),
 ) -> Path:
     """`train`, its directory checked and locked (`resuming`: whether `out` held a run when
     every process of a multi-process run had checked it)."""
     with _progress(config.run.steps, 0, progress) as bar:  # shown from the start
-        return _train_in(config, out, _Status(bar), allow_changes, resuming)
+        return _train_in(config, out, _Status(bar), allow_changes, resuming, hooks)
 
 
 def _train_in(
@@ -795,8 +783,9 @@ def _train_in(
     status: "_Status",
     allow_changes: bool,
     resuming: bool | None = None,
+    hooks: Sequence[Hook] = (),
 ) -> Path:
-    """`_train` with its progress bar."""
+    """`_train` with its progress bar: the run built and restored, then a `Trainer`."""
     status.phase("building the task and model")
     task, model = build(config)
     primary = is_primary()
@@ -843,144 +832,15 @@ def _train_in(
     if multiprocess():  # the task's arrays are inputs of the step over the global mesh
         task = replicate(task, algorithm.mesh)
 
-    step, total = int(state.step), config.run.steps
-    bar = status.start(step)
-    start = time.perf_counter()
-    rows: list[dict] = []  # rows not yet written
-    shown: dict = {}  # the last training row, for the progress bar
-    last: tuple[float, int] | None = (start, int(state.step) * _frames_per_step(config))
-    first_bad_grad, skipped = None, 0
-
-    def log(step, state, metrics):
-        nonlocal last, shown
-        row = {"step": step, "pool": "train", **algorithm.summarize(metrics)}
-        if "grad_finite" in metrics:
-            row["nonfinite_skipped"] = skipped  # so far in this process
-        now = time.perf_counter()
-        row["time"] = now - start
-        if "frames" in row and last is not None:
-            row["fps"] = (row["frames"] - last[1]) / max(now - last[0], 1e-9)
-        last = (now, row.get("frames", 0))
-        rows.append(row)
-        shown = row
-
-    def evaluation(step, state, metrics):
-        status.phase(describe_evaluation(task, config), line=step == total)
-        # Every process evaluates its own copy of the model (the same numbers); process 0 writes.
-        results = algorithm.evaluate(local(task), local(state.model), eval_key, config.eval)
-        for pool, values in results.items():
-            rows.append({"step": step, "pool": pool, **values})
-        status.phase(None)
-
-    def write(step, state, metrics):
-        # Before the checkpoint of the same step: a run is finished only once its final
-        # checkpoint is committed, and a resume drops rows past its checkpoint.
-        if primary:
-            _write_metrics(out / METRICS_FILE, rows)
-        rows.clear()
-
-    def checkpoint(step, state, metrics):
-        checkpoints.save(state)
-
-    def show(step, state, metrics):
-        bar.update(step - bar.n)
-        bar.set_postfix(_postfix(shown))
-
-    hooks: list[tuple[Hook, int]] = [
-        (log, 1),
-        (show, 1),  # before the evaluation: the bar shows the steps done while it runs
-        (evaluation, config.eval.every),
-        (write, 1),
-        (checkpoint, config.run.checkpoint_every),
-    ]
-    last_good = checkpoints.steps()[-1]
-    per_call = config.run.steps_per_call
-    in_flight, pending = 0, None  # a chunk dispatched whose hooks have not run
-    compiled: set[int] = set()  # the chunk lengths compiled so far
-    try:
-        while step < total:
-            # Chunks end on multiples of steps_per_call, so a resumed run splits alike.
-            length = min(per_call - step % per_call, total - step)
-            compiling = length not in compiled
-            if compiling:
-                status.phase(f"compiling the training step ({length} steps per call)", line=True)
-            state, pending = train_chunk(algorithm, task, state, length)
-            in_flight = length
-            metrics = {k: fetch(v) for k, v in pending.items()}
-            if compiling:
-                compiled.add(length)
-                status.phase(None)
-            finite = np.isfinite(metrics["loss"])
-            # Steps up to the first non-finite loss (all of them if there is none).
-            upto = length if finite.all() else int(np.argmin(finite))
-            if "grad_finite" in metrics:
-                bad_grads = np.flatnonzero(metrics["grad_finite"][:upto] == 0)
-                if bad_grads.size and first_bad_grad is None:
-                    first_bad_grad = step + int(bad_grads[0])
-                skipped += int(bad_grads.size)
-            if not finite.all():
-                in_flight = 0
-                bad = step + upto
-                raise TrainingDiverged(
-                    _divergence_message(
-                        bad, first_bad_grad, skipped, last_good, checkpoints.directory
-                    )
-                )
-            step += length
-            in_flight = 0
-            for hook, every in hooks:
-                if _due(step, every, total):
-                    hook(step, state, metrics)
-            if _due(step, config.run.checkpoint_every, total):
-                last_good = step
-    except KeyboardInterrupt:
-        bar.close()
-        saved = _save_interrupted(state, step, in_flight, pending, log, checkpoints)
-        if rows and primary:
-            _write_metrics(out / METRICS_FILE, rows)
-        at = saved if saved is not None else checkpoints.steps()[-1]
-        raise RunInterrupted(
-            f"Interrupted at step {at} of {total}: its checkpoint is saved in {out}. "
-            f"Continue with --resume (the same flags)."
-        ) from None
-    finally:
-        bar.close()
+    Trainer(
+        algorithm, task, state, config, out, checkpoints, status, eval_key, extra=hooks
+    ).run()
     return out
-
-
-def _save_interrupted(state, step, in_flight, pending, log, checkpoints) -> int | None:
-    """On Ctrl-C: finish the chunk in flight (if its state survived), log it and save a
-    checkpoint of the newest state; the step saved, or None if none could be."""
-    try:
-        jax.block_until_ready(state)
-        if in_flight:
-            metrics = {k: fetch(v) for k, v in pending.items()}
-            if not np.isfinite(metrics["loss"]).all():
-                return None
-            step += in_flight
-            log(step, state, metrics)
-        if step not in checkpoints.steps():
-            checkpoints.save(state)
-        return step
-    except (RuntimeError, ValueError):  # the state was donated to a chunk that never ran
-        return None
 
 
 def _frames_per_step(config: TrainConfig) -> int:
     """Environment frames per training step (0 for algorithms that act in no environment)."""
     return getattr(config.algorithm, "frames_per_step", 0)
-
-
-def _postfix(row: dict) -> dict[str, str]:
-    """What the progress bar shows: the loss and accuracy of the last chunk, or the return,
-    success rate and frames per second of an agent's."""
-    shown = {k: f"{row[k]:.4f}" for k in ("loss", "accuracy") if k in row}
-    shown |= {k: f"{row[k]:.3f}" for k in ("return", "success") if k in row}
-    if "fps" in row:
-        shown["fps"] = f"{row['fps']:,.0f}"
-    if row.get("nonfinite_skipped"):
-        shown["skipped"] = str(row["nonfinite_skipped"])  # steps with a non-finite gradient
-    return shown
 
 
 def _progress(total: int, initial: int, enabled: bool):

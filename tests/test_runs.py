@@ -23,9 +23,10 @@ import pytest
 from conftest import make_tiny_config
 
 import plugins
+import runs.algorithms
 import runs.checkpoint
 import runs.run
-from runs.algorithms.config import BilevelConfig
+import runs.trainer
 from runs.checkpoint import Checkpoints, CheckpointWarning
 from runs.config import OuterConfig, PluginSource, RunConfig
 from runs.run import RunError, TrainingDiverged, build, build_task, load, read_config, train
@@ -49,10 +50,17 @@ def _source(kind: str, name: str) -> PluginSource:
 SAVED = dataclasses.replace(
     CONFIG,
     algorithm_name="bilevel",
-    algorithm=BilevelConfig(),
     task_source=_source("tasks", "hyperteacher"),
     model_source=_source("models", "linear-hypernet"),
 )
+
+
+def _with_outer(config, **outer):
+    """`config` with its (bilevel) algorithm's outer optimizer settings changed."""
+    changed = dataclasses.replace(config.algorithm.outer, **outer)
+    return dataclasses.replace(
+        config, algorithm=dataclasses.replace(config.algorithm, outer=changed)
+    )
 
 
 def _arrays(tree) -> list[np.ndarray]:
@@ -93,7 +101,7 @@ def _no_training(*args, **kwargs):
 @pytest.fixture
 def no_training(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail the test if `train` gets as far as opening checkpoints or compiling a chunk."""
-    monkeypatch.setattr(runs.run, "train_chunk", _no_training)
+    monkeypatch.setattr(runs.trainer, "train_chunk", _no_training)
     monkeypatch.setattr(runs.run, "Checkpoints", _no_training)
 
 
@@ -300,7 +308,7 @@ def test_corrupt_newest_checkpoint(run_a: pathlib.Path, tmp_path: pathlib.Path):
 
 
 def test_non_finite_loss_stops_the_run(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path):
-    real = runs.run.train_chunk
+    real = runs.trainer.train_chunk
     calls = []
 
     def second_chunk_diverges(*args, **kwargs):
@@ -310,7 +318,7 @@ def test_non_finite_loss_stops_the_run(monkeypatch: pytest.MonkeyPatch, tmp_path
             metrics = {**metrics, "loss": metrics["loss"].at[1].set(jnp.nan)}
         return state, metrics
 
-    monkeypatch.setattr(runs.run, "train_chunk", second_chunk_diverges)
+    monkeypatch.setattr(runs.trainer, "train_chunk", second_chunk_diverges)
     out = tmp_path / "diverged"
     with pytest.raises(TrainingDiverged) as info:
         train(CONFIG, out, progress=False)
@@ -405,6 +413,44 @@ def test_a_run_saved_in_the_old_checkpoint_format_loads_but_does_not_resume(
     assert _snapshot(out) == before
 
 
+LEGACY_RUNS = {
+    "bilevel": "docs/figures/schug2024-fig3-cpu/fig3b-cpu/anil-compositional/seed_0",
+    "in-context": "docs/figures/lake2019/mutual-exclusivity/mutual-exclusivity/seed_0",
+    "ppo": "docs/figures/madan2021-doorkey-cpu/doorkey-5x5-lstm/seed_0",
+}
+"""Run directories saved by 0.1 (committed), one of each built-in algorithm."""
+LEGACY_SECTIONS = {"bilevel": ("inner", "outer"), "in-context": ("outer",), "ppo": ()}
+"""The 0.1 sections of `config.json` each algorithm's config holds now."""
+
+
+@pytest.mark.parametrize("algorithm", list(LEGACY_RUNS))
+def test_a_run_saved_by_0_1_reads_in_the_new_shape(algorithm: str, tmp_path: pathlib.Path):
+    """0.1 saved the inner loop and outer optimizer as top-level sections of `config.json`:
+    `read_config` moves those the run's algorithm has into its config, every value as saved
+    (those it has not were the defaults, which it never read); all else reads as saved."""
+    from runs.config import to_dict
+    from runs.run import config_from_dict
+
+    saved = json.loads((REPO / LEGACY_RUNS[algorithm] / "config.json").read_text())
+    assert {"inner", "outer"} <= set(saved) and saved["algorithm_name"] == algorithm
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    config = read_config(tmp_path)
+    assert config.algorithm_name == algorithm
+    assert type(config.algorithm) is runs.algorithms.get(algorithm).config
+    read = to_dict(config)
+    assert "inner" not in read and "outer" not in read
+    expected = {**saved["algorithm"], **{s: saved[s] for s in LEGACY_SECTIONS[algorithm]}}
+    assert expected and {k: read["algorithm"][k] for k in expected} == expected
+    for name in set(read["algorithm"]) - set(expected):  # added since (PPO's slow_lr_factor)
+        default = getattr(type(config.algorithm)(), name)
+        assert read["algorithm"][name] == to_dict(default), name
+    for key in set(saved) - {"inner", "outer", "algorithm", "task_source", "model_source"}:
+        assert read[key] == saved[key], key
+    for key in ("task_source", "model_source"):
+        assert read[key]["version"] == saved[key]["version"]
+    assert config_from_dict(read) == config  # saved again, in the new shape, it reads back
+
+
 # --------------------------------------------------------------------------- errors
 
 
@@ -428,13 +474,15 @@ def test_resume_with_other_settings(run_a: pathlib.Path, no_training: None):
     before = _snapshot(run_a)
     changed = dataclasses.replace(
         CONFIG,
-        outer=dataclasses.replace(CONFIG.outer, lr=0.5),
+        algorithm=dataclasses.replace(
+            CONFIG.algorithm, outer=dataclasses.replace(CONFIG.algorithm.outer, lr=0.5)
+        ),
         task=dataclasses.replace(CONFIG.task, temperature=0.2),
     )
     with pytest.raises(RunError, match=r"only run\.steps and run\.keep may change") as info:
         train(changed, run_a, resume=True, progress=False)
     message = str(info.value)
-    assert "outer.lr: saved 0.01, given 0.5" in message
+    assert "algorithm.outer.lr: saved 0.01, given 0.5" in message
     assert "task.temperature" in message
     assert "run.steps" not in message.split("):\n")[1]  # the differences listed
     assert _snapshot(run_a) == before
@@ -465,7 +513,7 @@ def test_divergence_after_skipped_gradients_names_the_cause(
 ):
     """Gradients went non-finite first (and were skipped) while the loss was finite, then the
     loss: the message says so, counts the skipped steps and names the inner Adam's eps_root."""
-    real = runs.run.train_chunk
+    real = runs.trainer.train_chunk
     calls = []
 
     def gradients_then_loss(*args, **kwargs):
@@ -477,14 +525,14 @@ def test_divergence_after_skipped_gradients_names_the_cause(
             metrics = {**metrics, "loss": metrics["loss"].at[1].set(jnp.inf)}
         return state, metrics
 
-    monkeypatch.setattr(runs.run, "train_chunk", gradients_then_loss)
+    monkeypatch.setattr(runs.trainer, "train_chunk", gradients_then_loss)
     with pytest.raises(TrainingDiverged) as info:
         train(CONFIG, tmp_path / "diverged", progress=False)
     message = str(info.value)
     assert "non-finite at step 5" in message
     assert "gradient became non-finite first, at step 2" in message
     assert "2 step(s) before it had a non-finite gradient" in message
-    assert "--inner.eps-root" in message and "last good checkpoint (step 4)" in message
+    assert "--algorithm.inner.eps-root" in message and "last good checkpoint (step 4)" in message
 
 
 # ------------------------------------------------------------- integrity (issue 21)
@@ -600,7 +648,7 @@ def test_a_start_killed_before_its_config_is_adopted(
         _no_training()
 
     monkeypatch.setattr(runs.run, "Checkpoints", checkpoints)
-    monkeypatch.setattr(runs.run, "train_chunk", _no_training)
+    monkeypatch.setattr(runs.trainer, "train_chunk", _no_training)
     with pytest.raises(AssertionError, match="before its settings were checked"):
         train(CONFIG, out, progress=False)  # gets past every check to the checkpoints
     assert seen == [SAVED]
@@ -621,7 +669,7 @@ def test_a_start_that_fails_before_its_first_checkpoint_can_be_retried(
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(runs.checkpoint.Checkpoints, "save", fail)
-    monkeypatch.setattr(runs.run, "train_chunk", _no_training)
+    monkeypatch.setattr(runs.trainer, "train_chunk", _no_training)
     with pytest.raises(RuntimeError, match="disk full"):
         train(CONFIG, out, progress=False)
     if existed:
@@ -654,7 +702,7 @@ def test_ctrl_c_saves_the_newest_state_and_resumes_exactly(
     run stops with `RunInterrupted`, and `--resume` ends exactly where the straight run did."""
     from runs.run import RunInterrupted
 
-    real, calls = runs.run.train_chunk, []
+    real, calls = runs.trainer.train_chunk, []
 
     class Pending(dict):
         interrupted = False
@@ -670,13 +718,13 @@ def test_ctrl_c_saves_the_newest_state_and_resumes_exactly(
         calls.append(None)
         return state, (Pending(metrics) if len(calls) == 2 else metrics)
 
-    monkeypatch.setattr(runs.run, "train_chunk", interrupted)
+    monkeypatch.setattr(runs.trainer, "train_chunk", interrupted)
     out = tmp_path / "interrupted"
     with pytest.raises(RunInterrupted, match="Interrupted at step 4 of 6"):
         train(CONFIG, out, progress=False)
     assert Checkpoints(out).steps() == [0, 2, 4]
     assert [r["step"] for r in runs.run.read_metrics(out)] == [2, 4]
-    monkeypatch.setattr(runs.run, "train_chunk", real)
+    monkeypatch.setattr(runs.trainer, "train_chunk", real)
     train(CONFIG, out, resume=True, progress=False)
     _assert_same_arrays(load(out).model, load(run_a).model)
     assert _rows(out) == _rows(run_a)
@@ -712,20 +760,20 @@ def test_resume_with_changed_optimizer_settings_when_asked(
     learning rate (recorded in history.jsonl and config.json), never a change of shapes."""
     out = tmp_path / "changed"
     shutil.copytree(run_a, out)
-    lower = dataclasses.replace(CONFIG, outer=dataclasses.replace(CONFIG.outer, lr=1e-3))
-    with pytest.raises(RunError, match=r"with --allow-changes, also .*outer\.lr"):
+    lower = _with_outer(CONFIG, lr=1e-3)
+    with pytest.raises(RunError, match=r"with --allow-changes, also .*algorithm\.outer\.lr"):
         train(lower, out, resume=True, progress=False)
-    wider = dataclasses.replace(lower, outer=dataclasses.replace(lower.outer, meta_batch=8))
-    with pytest.raises(RunError, match=r"outer\.meta_batch"):
+    wider = _with_outer(lower, meta_batch=8)
+    with pytest.raises(RunError, match=r"algorithm\.outer\.meta_batch"):
         train(wider, out, resume=True, progress=False, allow_changes=True)
     before = (out / "history.jsonl").read_text()
     assert [json.loads(line)["event"] for line in before.splitlines()] == ["start"]
     assert (out / "history.jsonl").read_text() == before  # the refusals recorded nothing
     train(lower, out, resume=True, progress=False, allow_changes=True)  # finished: no step
-    assert read_config(out).outer.lr == 1e-3
+    assert read_config(out).algorithm.outer.lr == 1e-3
     history = [json.loads(line) for line in (out / "history.jsonl").read_text().splitlines()]
     assert history[-1]["event"] == "resume" and history[-1]["step"] == STEPS
-    assert history[-1]["changes"] == ["outer.lr: saved 0.01, given 0.001"]
+    assert history[-1]["changes"] == ["algorithm.outer.lr: saved 0.01, given 0.001"]
     assert history[-1]["commit"] == history[0]["commit"]  # the code's provenance, every time
 
 
@@ -734,7 +782,10 @@ def test_an_inner_batch_larger_than_the_support_is_refused_before_compiling(
 ):
     task = eqx.filter_eval_shape(build_task, CONFIG)
     support = eqx.filter_eval_shape(lambda t: t.sample(jr.key(0)), task).support.x.shape[0]
-    big = dataclasses.replace(CONFIG, inner=dataclasses.replace(CONFIG.inner, batch=support + 1))
-    with pytest.raises(RunError, match=rf"inner.batch={support + 1} exceeds the {support}"):
+    inner = dataclasses.replace(CONFIG.algorithm.inner, batch=support + 1)
+    big = dataclasses.replace(CONFIG, algorithm=dataclasses.replace(CONFIG.algorithm, inner=inner))
+    with pytest.raises(
+        RunError, match=rf"algorithm\.inner\.batch={support + 1} exceeds the {support}"
+    ):
         train(big, tmp_path / "big", progress=False)
     assert not (tmp_path / "big").exists()
