@@ -129,6 +129,8 @@ def _train_usage() -> str:
         f"  {e.name:<24} {e.spec.description} (preference {e.spec.preference})"
         for e in plugins.entries("algorithms")
     ]
+    lines += ["", "hooks (--hooks NAME ...: loggers and other callbacks of the training loop):"]
+    lines += [f"  {e.name:<24} {e.spec.description}" for e in plugins.entries("hooks")]
     lines += ["", "`zoo train TASK MODEL --help` lists the flags; `zoo presets` the presets."]
     return "\n".join(lines)
 
@@ -141,6 +143,35 @@ def _pop_option(argv: list[str], option: str) -> tuple[str | None, list[str]]:
         if arg.startswith(f"{option}="):
             return arg.split("=", 1)[1], argv[:i] + argv[i + 1 :]
     return None, argv
+
+
+def _pop_list(argv: list[str], option: str) -> tuple[list[str], list[str]]:
+    """The values of `--option A B ...` (up to the next flag) in `argv`, and `argv` without
+    them."""
+    if option not in argv:
+        return [], argv
+    i = argv.index(option)
+    j = i + 1
+    while j < len(argv) and not argv[j].startswith("-"):
+        j += 1
+    return argv[i + 1 : j], argv[:i] + argv[j:]
+
+
+def make_hooks(names: list[str], out: Path) -> list[Any]:
+    """The hooks (`zoo.hooks` plugins) called `names`, each built with its default settings
+    for the run directory `out`.
+
+    **Raises:** `UsageError` naming the installed hooks if one is unknown or cannot be built."""
+    hooks = []
+    for name in names:
+        try:
+            spec = plugins.hook_spec(name)
+            hooks.append(spec.load()(spec.config(), out=out))
+        except plugins.PluginError as error:
+            raise UsageError(f"zoo train: --hooks: {error}") from None
+        except ImportError as error:
+            raise UsageError(f"zoo train: --hooks {name}: {error}") from None
+    return hooks
 
 
 def _pop_preset(argv: list[str]) -> tuple[str | None, list[str]]:
@@ -273,6 +304,7 @@ def _legacy_flags(argv: list[str], algorithm: Any) -> list[str]:
 def _train(argv: list[str]) -> int:
     from .run import RunError, RunInterrupted, TrainingDiverged, train
 
+    hook_names, argv = _pop_list(argv, "--hooks")
     try:
         config, command = parse_train(argv)
     except HelpRequested as usage:
@@ -286,6 +318,11 @@ def _train(argv: list[str]) -> int:
         return 2
     if command.allow_changes and not command.resume:
         print("zoo train: --allow-changes goes with --resume.", file=sys.stderr)
+        return 2
+    try:
+        hooks = make_hooks(hook_names, command.out)
+    except UsageError as error:
+        print(error, file=sys.stderr)
         return 2
     from .distributed import initialize
 
@@ -301,6 +338,7 @@ def _train(argv: list[str]) -> int:
             resume=command.resume,
             progress=command.progress,
             allow_changes=command.allow_changes,
+            hooks=hooks,
         )
     except (RunError, TrainingDiverged) as error:
         print(f"zoo train: {error}", file=sys.stderr)
