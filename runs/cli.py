@@ -414,87 +414,63 @@ class EvalCommand:
     """Evaluate on this registered task instead, with its default settings (zero-shot
     transfer, e.g. an agent trained on doorkey-5x5 on doorkey-8x8); its data must look like
     the run's task's to the model (same `io`). Writes DIR/eval-TASK.json."""
+    progress: bool = True
+    """Say on stderr what the evaluation does before it starts."""
     activity: int = 0
     """Also record which of an agent's modules are active at each step of this many episodes
     (a modular agent such as rims-agent): DIR/activity.png and DIR/activity.json."""
 
 
 def _eval(argv: list[str]) -> int:
-    from .lock import atomic_write_text
-    from .run import RunError, build_task, describe_evaluation, evaluate_all, load
+    from .evaluation import EvaluationError, evaluate_run
+    from .run import RunError, build_task, load
 
     command = tyro.cli(EvalCommand, args=argv, prog="zoo eval")
-    for flag, value, least in (
-        ("--inner-steps", command.inner_steps, 0),
-        ("--tasks", command.tasks, 1),
-        ("--step", command.step, 0),
-        ("--activity", command.activity, 0),
-    ):
+    for flag, value, least in (("--step", command.step, 0), ("--activity", command.activity, 0)):
         if value is not None and value < least:
             print(f"zoo eval: {flag} must be >= {least}, got {value}.", file=sys.stderr)
             return 2
+
+    def starting(step: int, words: str) -> None:
+        if command.progress:
+            print(
+                f"zoo eval: step {step} of {command.directory}: {words}...",
+                file=sys.stderr,
+                flush=True,
+            )
+
     try:
-        model, config, step = load(command.directory, step=command.step)
+        result = evaluate_run(
+            command.directory,
+            step=command.step,
+            tasks=command.tasks,
+            inner_steps=command.inner_steps,
+            task=command.task,
+            write=False,
+            on_start=starting,
+        )
+    except EvaluationError as error:
+        print(f"zoo eval: {error}", file=sys.stderr)
+        return 2
     except RunError as error:
         print(f"zoo eval: {error}", file=sys.stderr)
         return 1
-    run_tasks = config.eval.tasks
-    if command.tasks is not None:
-        config = dataclasses.replace(
-            config, eval=dataclasses.replace(config.eval, tasks=command.tasks)
-        )
-    output = command.directory / "eval.json"
-    if command.task is not None:
-        import equinox as eqx
-
-        try:
-            spec = plugins.task_spec(command.task)
-        except plugins.PluginError as error:
-            print(f"zoo eval: {error}", file=sys.stderr)
-            return 2
-        trained_io = eqx.filter_eval_shape(build_task, config).io
-        config = dataclasses.replace(
-            config, task=spec.config(), task_name=command.task, task_source=None
-        )
-        other_io = eqx.filter_eval_shape(build_task, config).io
-        if other_io != trained_io:
-            print(
-                f"zoo eval: {command.task}'s data do not look like those the run was trained "
-                f"on, so its model cannot read them:\n  trained on {trained_io}\n  "
-                f"{command.task}: {other_io}",
-                file=sys.stderr,
-            )
-            return 2
-        output = command.directory / f"eval-{command.task.replace(':', '-')}.json"
-    task = build_task(config)
-    print(
-        f"zoo eval: step {step} of {command.directory}: {describe_evaluation(task, config)}...",
-        file=sys.stderr,
-        flush=True,
-    )
-    results = evaluate_all(model, task, config, inner_steps=command.inner_steps)
-    found = results.pop("identification", {})
-    report = {
-        "step": step,
-        "task": config.task_name,
-        "inner_steps": command.inner_steps,
-        "tasks": config.eval.tasks,
-        "pools": results,
-        "identification": found,
-    }
-    print(format_metrics(step, results, found))
+    print(format_metrics(result.step, result.pools, result.identification))
     try:  # after printing: a directory that cannot take the file loses nothing shown
-        kept = _keep_earlier(output, report, run_tasks)
-        atomic_write_text(output, json.dumps(report, indent=2) + "\n")
+        result = result.write()
     except OSError as error:
-        print(f"zoo eval: could not write {output} ({error}).", file=sys.stderr)
+        print(f"zoo eval: could not write {result.path} ({error}).", file=sys.stderr)
         return 1
+    kept = result.kept
     print(
-        f"wrote {output}"
+        f"wrote {result.path}"
         + (f" (the earlier evaluation there is kept as {kept.name})" if kept else "")
     )
     if command.activity > 0:
         import jax.random as jr
+
+        model, config, step = load(command.directory, step=result.step)
+        task = build_task(config)
 
         from tasks import AbstractEnvironment
 
@@ -520,39 +496,6 @@ def _eval(argv: list[str]) -> int:
         fractions = " ".join(f"{f:.2f}" for f in summary["active_fraction"])
         print(f"active fraction per module: {fractions} -> {command.directory / 'activity.png'}")
     return 0
-
-
-def _keep_earlier(output: Path, report: dict, run_tasks: int) -> Path | None:
-    """If `output` holds an evaluation other than `report`, move it to a name of its own (its
-    step, and its settings other than the run's: `eval-step2.json`,
-    `eval-step4-inner50-tasks500.json`; a number added if that is taken) and return that path;
-    None if there was nothing to keep."""
-    if not output.exists():
-        return None
-    try:
-        earlier = json.loads(output.read_text())
-    except ValueError:
-        earlier = None
-    if earlier == report:  # the same numbers: nothing is lost
-        return None
-    parts = [output.stem]
-    if isinstance(earlier, dict):
-        for key, tag, usual in (
-            ("step", "step", None),
-            ("inner_steps", "inner", None),
-            ("tasks", "tasks", run_tasks),
-        ):
-            if earlier.get(key) not in (None, usual):
-                parts.append(f"{tag}{earlier[key]}")
-    if len(parts) == 1:  # unreadable, or no step: a name of its own all the same
-        parts.append("earlier")
-    kept, n = output.with_name("-".join(parts) + output.suffix), 2
-    while kept.exists():
-        if kept.read_bytes() == output.read_bytes():  # kept already
-            return kept
-        kept, n = output.with_name(f"{'-'.join(parts)}-{n}{output.suffix}"), n + 1
-    output.rename(kept)
-    return kept
 
 
 def _list(argv: list[str]) -> int:

@@ -19,6 +19,11 @@ import plugins
 from .lock import atomic_write_text
 
 
+class EvaluationError(ValueError):
+    """An evaluation setting that cannot work (a count out of range, an unknown task, a task
+    whose data the model cannot read); the message says what to change."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Evaluation:
     """The result of evaluating a saved run (`evaluate_run`), as written to its `eval.json`."""
@@ -72,7 +77,7 @@ def evaluate_run(
     inner_steps: int | None = None,
     task: str | None = None,
     write: bool = True,
-    on_start: Callable[[str], None] | None = None,
+    on_start: Callable[[int, str], None] | None = None,
 ) -> Evaluation:
     """Evaluate the run saved in `directory` on every evaluation pool of its task, from its
     eval key (same run, same numbers).
@@ -87,18 +92,20 @@ def evaluate_run(
       the run's task's to the model (the same `io`). Written to `eval-TASK.json`.
     - `write`: write `eval.json` (an earlier, different evaluation there is kept under a name
       of its own, e.g. `eval-step2.json`).
-    - `on_start`: called with what the evaluation does, in words, before it starts.
+    - `on_start`: called with the step evaluated and what the evaluation does, in words,
+      before it starts.
 
-    **Raises:** `runs.RunError` if the run cannot be loaded, the task is unknown or its data do
-    not fit the model, or a setting is out of range; all before anything is compiled.
+    **Raises:** `runs.RunError` if the run cannot be loaded; `EvaluationError` if the task is
+    unknown or its data do not fit the model, or a setting is out of range; all before anything
+    is compiled.
     """
     import equinox as eqx
 
-    from .run import RunError, build_task, describe_evaluation, evaluate_all, load
+    from .run import build_task, describe_evaluation, evaluate_all, load
 
     for name, value, least in (("inner_steps", inner_steps, 0), ("tasks", tasks, 1)):
         if value is not None and value < least:
-            raise RunError(f"{name} must be >= {least}, got {value}.")
+            raise EvaluationError(f"{name} must be >= {least}, got {value}.")
     directory = Path(directory)
     model, config, step = load(directory, step=step)
     run_tasks = config.eval.tasks
@@ -109,19 +116,19 @@ def evaluate_run(
         try:
             spec = plugins.task_spec(task)
         except plugins.PluginError as error:
-            raise RunError(str(error)) from None
+            raise EvaluationError(str(error)) from None
         trained_io = eqx.filter_eval_shape(build_task, config).io
         config = dataclasses.replace(config, task=spec.config(), task_name=task, task_source=None)
         other_io = eqx.filter_eval_shape(build_task, config).io
         if other_io != trained_io:
-            raise RunError(
+            raise EvaluationError(
                 f"{task}'s data do not look like those the run was trained on, so its model "
                 f"cannot read them:\n  trained on {trained_io}\n  {task}: {other_io}"
             )
         output = directory / f"eval-{task.replace(':', '-')}.json"
     built = build_task(config)
     if on_start is not None:
-        on_start(describe_evaluation(built, config))
+        on_start(step, describe_evaluation(built, config))
     results = evaluate_all(model, built, config, inner_steps=inner_steps)
     found = results.pop("identification", {})
     result = Evaluation(
@@ -175,4 +182,4 @@ def evaluate(source: Any, *args: Any, **kwargs: Any) -> Any:
     return evaluate_model(source, *args, **kwargs)
 
 
-__all__ = ["Evaluation", "evaluate", "evaluate_run"]
+__all__ = ["Evaluation", "EvaluationError", "evaluate", "evaluate_run"]

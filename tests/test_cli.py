@@ -36,9 +36,9 @@ TINY = [
     "--model.hidden", "8",
     "--model.num-hidden", "2",
     "--model.num-templates", "4",
-    "--inner.steps", "2",
-    "--outer.lr", "0.01",
-    "--outer.meta-batch", "4",
+    "--algorithm.inner.steps", "2",
+    "--algorithm.outer.lr", "0.01",
+    "--algorithm.outer.meta-batch", "4",
     "--steps-per-call", "2",
     "--checkpoint-every", "2",
     "--keep", "5",
@@ -96,7 +96,8 @@ def plugin_run(plugin_site: pathlib.Path, tmp_path_factory: pytest.TempPathFacto
     awaited by `wait()`, so that it overlaps the tests in between."""
     out = tmp_path_factory.mktemp("plugin") / "run"
     flags = ["--steps", "4", "--out", str(out), "--steps-per-call", "2", "--checkpoint-every", "2"]
-    flags += ["--eval.every", "2", "--eval.tasks", "4", "--outer.meta-batch", "4", "--no-progress"]
+    flags += ["--eval.every", "2", "--eval.tasks", "4", "--algorithm.outer.meta-batch", "4"]
+    flags += ["--no-progress"]
     command, env = _zoo_command(
         ["train", "example-regression", "example-anil", *flags], plugin_site
     )
@@ -202,9 +203,8 @@ def test_unknown_names_give_close_matches(capsys: pytest.CaptureFixture[str]):
 def test_flags_build_the_config(tiny_config):
     config, command = parse_train([*TRAIN[1:], "--steps", "4", "--out", "somewhere", *TINY])
     # The algorithm is chosen from the kinds of task and model, and named.
-    assert config == dataclasses.replace(
-        tiny_config, algorithm_name="bilevel", algorithm=BilevelConfig()
-    )
+    assert config == dataclasses.replace(tiny_config, algorithm_name="bilevel")
+    assert isinstance(config.algorithm, BilevelConfig)
     assert command.out == pathlib.Path("somewhere") and not command.resume
     assert not command.progress
 
@@ -213,15 +213,124 @@ def test_the_algorithm_flag(capsys: pytest.CaptureFixture[str], tmp_path: pathli
     config, _ = parse_train([*TRAIN[1:], "--algorithm", "bilevel", "--out", "x", *TINY])
     assert config.algorithm_name == "bilevel"
     assert _exit_code([*TRAIN, "--algorithm", "bilevl", "--out", str(tmp_path / "a")]) == 2
-    assert "Unknown algorithm 'bilevl'; the algorithms are bilevel, in-context" in (
-        capsys.readouterr().err
-    )
+    err = capsys.readouterr().err  # algorithms are plugins, looked up as the others are
+    assert "Unknown algorithm 'bilevl'.\nDid you mean 'bilevel'?" in err
+    assert "Available algorithms: bilevel, in-context, " in err
     out = tmp_path / "b"
     assert _exit_code([*TRAIN, "--algorithm", "in-context", "--out", str(out), *TINY]) == 2
     err = capsys.readouterr().err
     assert "Algorithm 'in-context' cannot train LinearHypernet on Hyperteacher" in err
     assert "its model must be an instance of AbstractInContextLearner" in err
     assert not out.exists()
+
+
+def test_the_flags_of_0_1_are_aliases_of_the_algorithm_flags():
+    """`--inner.*` and `--outer.*` (0.1's sections) give the config of `--algorithm.inner.*`
+    and `--algorithm.outer.*`, in either spelling of a value."""
+    given = ["--out", "x", "--steps", "4"]
+    new, _ = parse_train(
+        [*TRAIN[1:], *given, "--algorithm.outer.lr", "0.01", "--algorithm.inner.steps", "3"]
+    )
+    assert new.algorithm.outer.lr == 0.01 and new.algorithm.inner.steps == 3
+    old, _ = parse_train([*TRAIN[1:], *given, "--outer.lr", "0.01", "--inner.steps", "3"])
+    assert old == new
+    old, _ = parse_train([*TRAIN[1:], *given, "--outer.lr=0.01", "--inner.steps=3"])
+    assert old == new
+    lower, _ = parse_train([*TRAIN[1:], *given, "--outer.lr", "0.001", "--inner.steps", "3"])
+    assert lower != new  # the alias carries its value
+    # The in-context algorithm has an outer optimizer and no inner loop.
+    context = ["mutual-exclusivity", "meta-seq2seq", *given]
+    new, _ = parse_train([*context, "--algorithm.outer.meta-batch", "2"])
+    old, _ = parse_train([*context, "--outer.meta-batch", "2"])
+    assert old == new and new.algorithm.outer.meta_batch == 2
+    with pytest.raises(UsageError, match=r"--inner\.steps .*'in-context' has none"):
+        parse_train([*context, "--inner.steps", "3"])
+
+
+def test_the_outer_flags_of_0_1_are_refused_for_an_algorithm_without_them():
+    """PPO's optimizer is `--algorithm.lr`: `--outer.lr` is refused, naming the algorithm and
+    its own `--algorithm.*` flags."""
+    with pytest.raises(UsageError) as info:
+        parse_train(["doorkey-5x5", "lstm-agent", "--out", "x", "--outer.lr", "0.01"])
+    message = str(info.value)
+    assert "--outer.lr" in message and "'ppo' has none" in message
+    assert "--algorithm." in message
+    config, _ = parse_train(["doorkey-5x5", "lstm-agent", "--out", "x", "--algorithm.lr", "0.01"])
+    assert config.algorithm_name == "ppo" and config.algorithm.lr == 0.01
+
+
+def test_two_algorithms_of_equal_preference_are_an_error_naming_both(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+):
+    """Two algorithms of the same, highest, preference accept the pair: no choice is made;
+    the error names both and `--algorithm`, which settles it."""
+    import equinox as eqx
+
+    from runs import algorithms
+
+    names = ("bilevel-twin-a", "bilevel-twin-b")
+    for name in names:
+        plugins.register(
+            plugins.AlgorithmSpec(
+                name=name,
+                config=BilevelConfig,
+                factory="runs.algorithms.bilevel:make",
+                algorithm="runs.algorithms.bilevel:Bilevel",
+                preference=1,  # above the built-in bilevel's 0
+                description="bilevel under another name",
+            )
+        )
+    try:
+        task, model = eqx.filter_eval_shape(runs.run.build, make_tiny_config())
+        with pytest.raises(algorithms.AlgorithmError) as info:
+            algorithms.choose(task, model)
+        message = str(info.value)
+        assert all(f"'__main__:{name}'" in message for name in names), message
+        assert "--algorithm" in message and "same preference (1)" in message
+        assert "'compgen-zoo:bilevel'" not in message  # of lower preference: no contender
+        out = tmp_path / "run"
+        assert _exit_code([*TRAIN, "--out", str(out), *TINY]) == 2
+        err = capsys.readouterr().err
+        assert all(name in err for name in names) and "--algorithm" in err
+        assert not out.exists()
+        config, _ = parse_train([*TRAIN[1:], "--algorithm", names[1], "--out", "x", *TINY])
+        assert config.algorithm_name == names[1]
+        assert algorithms.choose(task, model, names[0]).name == names[0]
+    finally:
+        for name in names:
+            plugins.unregister(name)
+    assert algorithms.choose(task, model).name == "bilevel"
+
+
+def test_resume_with_allow_changes_takes_an_outer_rate_and_refuses_a_meta_batch(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """`zoo train --resume --allow-changes` on a bilevel run: `--algorithm.outer.lr` is one of
+    the optimizer scalars the algorithm's config declares changeable (under `algorithm.`);
+    `--algorithm.outer.meta-batch` changes shapes and is refused, naming it. Nothing trains:
+    only the checks made before compiling run."""
+    out = tmp_path / "run"
+    base = [*TRAIN, "--steps", "4", "--out", str(out), *TINY]
+    config, _ = parse_train(base[1:])
+    runs.run.save_config(runs.run.prepare(config, out, resume=False), out)
+    assert "algorithm.outer.lr" in runs.run.changeable(config)
+    assert "algorithm.outer.meta_batch" not in runs.run.changeable(config)
+    started = []
+    monkeypatch.setattr(
+        runs.run, "_train", lambda config, out, *args: started.append(config) or out
+    )
+    resume = [*base, "--resume", "--allow-changes"]
+    assert main([*resume, "--algorithm.outer.meta-batch", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "algorithm.outer.meta_batch: saved 4, given 2" in err
+    assert "also algorithm.inner.eps_root" in err  # what may change, with its prefix
+    assert main([*base, "--resume", "--algorithm.outer.lr", "0.005"]) == 1  # not asked for
+    assert "algorithm.outer.lr: saved 0.01, given 0.005" in capsys.readouterr().err
+    assert not started
+    assert main([*resume, "--algorithm.outer.lr", "0.005"]) == 0
+    assert [c.algorithm.outer.lr for c in started] == [0.005]
+    assert main([*resume, "--outer.lr", "0.005"]) == 0  # 0.1's flag, the same change
+    assert [c.algorithm.outer.lr for c in started] == [0.005, 0.005]
 
 
 @pytest.mark.parametrize(
@@ -255,19 +364,29 @@ def test_presets(capsys: pytest.CaptureFixture[str]):
     assert "schug2024/hyperteacher-connected-cpu" in out
     # A preset is a config value; flags override it.
     config, command = parse_train(
-        ["--preset", "schug2024/hyperteacher-compositional", "--steps", "10", "--inner.steps", "3"]
+        [
+            "--preset",
+            "schug2024/hyperteacher-compositional",
+            "--steps",
+            "10",
+            "--algorithm.inner.steps",
+            "3",
+        ]
     )
     preset = get_preset("schug2024/hyperteacher-compositional")
-    assert config.run.steps == 10 and config.inner.steps == 3
+    assert config.run.steps == 10 and config.algorithm.inner.steps == 3
     assert config.task == preset.task and config.model == preset.model
-    assert config.outer == preset.outer and config.task.split == "compositional"
+    assert config.algorithm.outer == preset.algorithm.outer
+    assert config.task.split == "compositional"
     assert command.out.name == "schug2024-hyperteacher-compositional"
     with pytest.raises(UsageError, match="Did you mean 'schug2024/hyperteacher-compositional'"):
         parse_train(["--preset", "schug2024/hyperteacher-compositinal"])
 
 
 def test_presets_columns_align(capsys: pytest.CaptureFixture[str]):
-    from runs.presets import PRESETS
+    from conftest import all_presets
+
+    PRESETS = all_presets()
 
     assert main(["presets"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -318,7 +437,7 @@ def test_train_eval_resume(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture
         entry = plugins.entry(f"{kind}s", name)
         sources[f"{kind}_source"] = PluginSource(entry.dist, entry.version)
     assert runs.run.read_config(out) == dataclasses.replace(
-        make_tiny_config(steps=4), algorithm_name="bilevel", algorithm=BilevelConfig(), **sources
+        make_tiny_config(steps=4), algorithm_name="bilevel", **sources
     )
     rows = runs.run.read_metrics(out)
     assert [(r["step"], r["pool"]) for r in rows] == [
@@ -389,7 +508,7 @@ def test_train_eval_resume(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture
 
 
 def test_eval_keeps_earlier_evaluations(tmp_path: pathlib.Path):
-    from runs.cli import _keep_earlier
+    from runs.evaluation import _keep_earlier
 
     output = tmp_path / "eval.json"
     report = {"step": 4, "inner_steps": None, "tasks": 8, "pools": {"test": {"loss": 1.0}}}
@@ -431,8 +550,9 @@ def test_every_preset_builds():
     """Each preset's task and model build (abstractly: nothing is computed), and `zoo info`
     can count its parameters."""
     import equinox as eqx
+    from conftest import all_presets
 
-    from runs.presets import PRESETS
+    PRESETS = all_presets()
     from runs.run import build, resolve
     from zoo import param_counts
 
