@@ -238,8 +238,11 @@ def parse_train(argv: list[str]) -> tuple[TrainConfig, Any]:
         task_spec, model_spec = plugins.task_spec(task_name), plugins.model_spec(model_name)
     except plugins.PluginError as error:
         raise UsageError(str(error)) from None
-    if algorithm_name is None and base is not None and base.algorithm_name:
-        algorithm_name = base.algorithm_name
+    if algorithm_name is None and base is not None:
+        # The preset's algorithm: the one it names, or the one whose config class it holds.
+        algorithm_name = base.algorithm_name or next(
+            (e.name for e in algorithms.specs() if type(base.algorithm) is e.config), None
+        )
     # Before the flags are parsed: they depend on the algorithm.
     algorithm_name = default_algorithm(task_name, model_name, algorithm_name or "")
     try:
