@@ -145,7 +145,7 @@ class ExperimentSpec(Spec):
     presets' and sweeps' names: preset `hyperteacher` of experiment `schug2024` is
     `schug2024/hyperteacher`."""
 
-    config: type = type(None)
+    config: type = type(None)  # noqa: RUF009 (a constant)
     """Unused by experiments (they have no settings of their own)."""
     paper: str = ""
     """The paper, as it is cited (authors, year, title)."""
@@ -171,9 +171,7 @@ class HookSpec(Spec):
 def _resolve(target: str, name: str, what: str = "factory") -> Any:
     module_name, _, attr = target.partition(":")
     if not module_name or not attr:
-        raise ValueError(
-            f"Spec {name!r}: {what} {target!r} must look like 'package.module:attr'."
-        )
+        raise ValueError(f"Spec {name!r}: {what} {target!r} must look like 'package.module:attr'.")
     obj: Any = importlib.import_module(module_name)
     for part in attr.split("."):
         obj = getattr(obj, part)

@@ -832,9 +832,7 @@ def _train_in(
     if multiprocess():  # the task's arrays are inputs of the step over the global mesh
         task = replicate(task, algorithm.mesh)
 
-    Trainer(
-        algorithm, task, state, config, out, checkpoints, status, eval_key, extra=hooks
-    ).run()
+    Trainer(algorithm, task, state, config, out, checkpoints, status, eval_key, extra=hooks).run()
     return out
 
 

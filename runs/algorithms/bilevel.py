@@ -147,7 +147,8 @@ def make(
     return Bilevel(
         inner=InnerLoop.from_config(config.algorithm.inner),
         eval_inner=InnerLoop.from_config(
-            config.algorithm.inner, steps=config.algorithm.inner.steps if eval_steps is None else eval_steps
+            config.algorithm.inner,
+            steps=config.algorithm.inner.steps if eval_steps is None else eval_steps,
         ),
         optimizer=episodic_optimizer(config, model),
         meta_batch=config.algorithm.outer.meta_batch,

@@ -30,7 +30,9 @@ OUTER_RULES = {"fast": "update", "meta": "update", "slow": "update", "fixed": "f
 
 def episodic_optimizer(config: TrainConfig, model: PyTree) -> optax.GradientTransformation:
     """The outer optimizer of an episodic algorithm for `model` (see `runs.optim`)."""
-    return outer_optimizer(config.algorithm.outer, config.run.steps, array_labels(model), OUTER_RULES)
+    return outer_optimizer(
+        config.algorithm.outer, config.run.steps, array_labels(model), OUTER_RULES
+    )
 
 
 class AbstractEpisodic(AbstractAlgorithm):

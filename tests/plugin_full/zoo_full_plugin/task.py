@@ -37,7 +37,9 @@ class Sine(AbstractTask):
             x = jr.uniform(k, (c.shots, 1), minval=-jnp.pi, maxval=jnp.pi)
             return Split(x, amplitude * jnp.sin(x + phase))
 
-        return Episode(support=split(s_key), query=split(q_key), latent=jnp.stack([amplitude, phase]))
+        return Episode(
+            support=split(s_key), query=split(q_key), latent=jnp.stack([amplitude, phase])
+        )
 
     def loss(self, pred: Array, y: Array) -> Float[Array, ""]:
         return jnp.mean((pred - y) ** 2)
