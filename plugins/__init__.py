@@ -19,6 +19,7 @@ from ._registry import (
     Kind,
     PluginError,
     PluginWarning,
+    UnknownGroup,
     UnknownPluginError,
     algorithm_spec,
     entries,
@@ -35,6 +36,7 @@ from ._registry import (
     reset,
     spec,
     task_spec,
+    unknown_groups,
     unregister,
 )
 from ._spec import AlgorithmSpec, ExperimentSpec, HookSpec, ModelSpec, Spec, TaskSpec
@@ -56,6 +58,7 @@ __all__ = [
     "PluginWarning",
     "Spec",
     "TaskSpec",
+    "UnknownGroup",
     "UnknownPluginError",
     "algorithm_spec",
     "entries",
@@ -72,5 +75,6 @@ __all__ = [
     "reset",
     "spec",
     "task_spec",
+    "unknown_groups",
     "unregister",
 ]

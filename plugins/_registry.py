@@ -392,6 +392,44 @@ def failed_plugins() -> list[FailedPlugin]:
     return [failure for kind in KINDS.values() for failure in _discover(kind)[1]]
 
 
+@dataclasses.dataclass(frozen=True)
+class UnknownGroup:
+    """Entry points declared in a `zoo.*` group that is no kind of `KINDS` (a typo such as
+    `zoo.model`, or a kind of a newer zoo): the zoo never reads them."""
+
+    group: str
+    """The entry-point group, e.g. `"zoo.model"`."""
+    names: tuple[str, ...]
+    """The entry points' names."""
+    dists: tuple[str, ...]
+    """The distributions that declare them."""
+
+    def hint(self) -> str:
+        """What to do about it, in words."""
+        known = [kind.group for kind in KINDS.values()]
+        close = difflib.get_close_matches(self.group, known, n=1, cutoff=0.6)
+        fix = f"did you mean {close[0]!r}? " if close else ""
+        return f"not a kind of plugin this zoo reads: {fix}the kinds are {', '.join(known)}"
+
+
+def unknown_groups() -> list[UnknownGroup]:
+    """The entry-point groups named `zoo.*` that are no kind of plugin (`KINDS`): their entry
+    points are never loaded, and `zoo list` says so."""
+    known = {kind.group for kind in KINDS.values()}
+    found: dict[str, list[importlib.metadata.EntryPoint]] = {}
+    for group in importlib.metadata.entry_points().groups:
+        if group.startswith("zoo.") and group not in known:
+            found[group] = list(importlib.metadata.entry_points(group=group))
+    return [
+        UnknownGroup(
+            group,
+            tuple(sorted({ep.name for ep in eps})),
+            tuple(sorted({ep.dist.name if ep.dist is not None else "?" for ep in eps})),
+        )
+        for group, eps in sorted(found.items())
+    ]
+
+
 def _format_rows(title: str, rows: list[tuple[str, str, str]]) -> list[str]:
     if not rows:
         return [f"{title}:", "  (none)"]
@@ -405,7 +443,8 @@ def _format_rows(title: str, rows: list[tuple[str, str, str]]) -> list[str]:
 
 def format_listing() -> str:
     """The text of `zoo list`: per kind of `KINDS`, one line per plugin (name, distribution,
-    description), then the plugins that failed to load, if any."""
+    description), then the plugins that failed to load and the entry points of `zoo.*` groups
+    that are no kind (`unknown_groups`), if any."""
     lines: list[str] = []
     for title in KINDS:
         rows = [(e.name, e.dist, e.spec.description) for e in entries(title)]
@@ -415,6 +454,11 @@ def format_listing() -> str:
         rows = [(f.name, f.dist, f"{f.group} {f.value}: {f.describe_error()}") for f in failures]
         lines.append("")
         lines += _format_rows("failed plugins", rows)
+    unknown = unknown_groups()
+    if unknown:
+        rows = [(u.group, ", ".join(u.dists), f"{', '.join(u.names)}: {u.hint()}") for u in unknown]
+        lines.append("")
+        lines += _format_rows("entry points in unknown groups (ignored)", rows)
     return "\n".join(lines)
 
 

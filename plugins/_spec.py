@@ -149,6 +149,9 @@ class ExperimentSpec(Spec):
     """Unused by experiments (they have no settings of their own)."""
     paper: str = ""
     """The paper, as it is cited (authors, year, title)."""
+    order: int = 0
+    """Where `zoo presets` and `zoo sweeps` list this experiment: by `order`, then by name (the
+    built-in papers' are negative, so that they come first)."""
 
     def check_factory(self, factory: Callable[..., Any]) -> None:
         """Raise a `TypeError` if `factory` cannot be called with no argument."""

@@ -16,7 +16,9 @@ Checkpoints written before the engine became algorithms (format 1: anonymous lea
 `model`, `opt_state`, `state`) still load their model; they cannot be resumed.
 """
 
+import contextlib
 import hashlib
+import logging
 import warnings
 from pathlib import Path
 from typing import Any
@@ -138,18 +140,38 @@ def _check_finite(tree: PyTree) -> None:
         raise ValueError("it holds non-finite values")
 
 
+class _DropReadOnlyNotice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Given directory is read only")
+
+
+@contextlib.contextmanager
+def _quiet_orbax():
+    """Drop the notice Orbax logs (through absl) for every read-only `CheckpointManager`: a
+    user who loads a run cannot act on it. Other Orbax messages pass."""
+    logger, notice = logging.getLogger("absl"), _DropReadOnlyNotice()
+    logger.addFilter(notice)
+    try:
+        yield
+    finally:
+        logger.removeFilter(notice)
+
+
 class Checkpoints:
     """The `checkpoints/` folder of a run directory."""
 
     def __init__(self, directory: Path, keep: int = 3, *, read_only: bool = False):
         self.directory = Path(directory).absolute() / "checkpoints"
+        # Read-only: the options Orbax would otherwise reset itself, with a warning each.
         options = ocp.CheckpointManagerOptions(
-            max_to_keep=keep,
+            max_to_keep=None if read_only else keep,
+            save_interval_steps=0 if read_only else 1,
             create=not read_only,
             read_only=read_only,
             enable_async_checkpointing=False,
         )
-        self.manager = ocp.CheckpointManager(self.directory, options=options)
+        with _quiet_orbax():
+            self.manager = ocp.CheckpointManager(self.directory, options=options)
 
     def steps(self) -> list[int]:
         """Saved steps, oldest first."""

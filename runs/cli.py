@@ -434,24 +434,22 @@ def _eval(argv: list[str]) -> int:
             print(f"zoo eval: {flag} must be >= {least}, got {value}.", file=sys.stderr)
             return 2
 
-    def starting(step: int, words: str) -> None:
-        if command.progress:
-            print(
-                f"zoo eval: step {step} of {command.directory}: {words}...",
-                file=sys.stderr,
-                flush=True,
-            )
+    from .progress import Ticker
 
     try:
-        result = evaluate_run(
-            command.directory,
-            step=command.step,
-            tasks=command.tasks,
-            inner_steps=command.inner_steps,
-            task=command.task,
-            write=False,
-            on_start=starting,
-        )
+        with Ticker("zoo eval", enabled=command.progress) as ticker:
+            ticker.phase(f"loading {command.directory}")
+            result = evaluate_run(
+                command.directory,
+                step=command.step,
+                tasks=command.tasks,
+                inner_steps=command.inner_steps,
+                task=command.task,
+                write=False,
+                on_start=lambda step, words: ticker.phase(
+                    f"step {step} of {command.directory}: {words}"
+                ),
+            )
     except EvaluationError as error:
         print(f"zoo eval: {error}", file=sys.stderr)
         return 2
@@ -572,9 +570,11 @@ def _info(argv: list[str]) -> int:
     authors = preset(command.preset).authors_counts if command.preset is not None else None
     if authors is not None:
         same = (counts["meta"], counts["fast"]) == authors
+        plugin = command.preset.partition("/")[0]  # pyright: ignore[reportOptionalMemberAccess]
+        differ = f"they differ: see the preset in the experiment plugin {plugin!r}"
         print(
             f"  authors':   {authors[0]:,} meta, {authors[1]:,} fast "
-            f"({'equal' if same else 'they differ: see the preset in its experiment plugin'})"
+            f"({'equal' if same else differ})"
         )
     return 0
 

@@ -102,8 +102,10 @@ def _experiment(qualified: str) -> Experiment:
 
 
 def experiments() -> dict[str, Experiment]:
-    """Every installed experiment, by name (its presets' and sweeps' prefix)."""
-    return {e.name: _experiment(e.qualified_name) for e in plugins.entries("experiments")}
+    """Every installed experiment, by name (its presets' and sweeps' prefix), in the order
+    `zoo presets` lists them: by their specs' `order`, then by name."""
+    found = sorted(plugins.entries("experiments"), key=lambda e: e.spec.order)  # stable
+    return {e.name: _experiment(e.qualified_name) for e in found}
 
 
 def presets() -> dict[str, Preset]:
@@ -178,10 +180,9 @@ def clear_cache() -> None:
 
 
 def _unknown(kind: str, name: str, names: Iterable[str], listing: str) -> UnknownNameError:
-    names = list(names)
-    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
-    hint = f" Did you mean {', '.join(close)}?" if close else ""
-    return UnknownNameError(f"Unknown {kind} {name!r}.{hint} `{listing}` lists them.")
+    close = difflib.get_close_matches(name, list(names), n=3)
+    hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
+    return UnknownNameError(f"Unknown {kind} {name!r}.{hint} `{listing}` lists them all.")
 
 
 __all__ = [

@@ -1,6 +1,7 @@
 """One writer per directory: an OS-level lock on `DIR/.lock`, held while a run (or a sweep)
 writes there and released when the process exits, however it exits (the OS drops the lock of
-a killed process, so a stale lock file never blocks anyone).
+a killed process, so a stale lock file never blocks anyone). A writer that finishes removes
+the lock file: a directory with no `.lock` has no writer.
 
     with DirectoryLock(out, "zoo train"):
         ...  # the only writer of `out`
@@ -16,6 +17,7 @@ import socket
 import sys
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 try:
     import fcntl
@@ -49,8 +51,10 @@ class DirectoryLock:
     def acquire(self) -> "DirectoryLock":
         """Take the lock, or raise `LockedError` naming its holder."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        f = open(self.path, "a+")  # noqa: SIM115 - held open for the lock's life
-        if fcntl is not None:
+        while True:
+            f = open(self.path, "a+")  # noqa: SIM115 - held open for the lock's life
+            if fcntl is None:
+                break
             try:
                 fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -59,6 +63,11 @@ class DirectoryLock:
                     f"{self.path.parent} is being written by {_holder(self.path)}. Wait for it "
                     "to finish (or stop it), or choose another directory; nothing was changed."
                 ) from None
+            if _same_file(f, self.path):
+                break
+            # The holder released (and removed) the file between our open and our lock: the
+            # lock we got is on a file no one else will look at. Try again on the path's file.
+            f.close()
         f.seek(0)
         f.truncate()
         info = {
@@ -73,8 +82,11 @@ class DirectoryLock:
         return self
 
     def release(self) -> None:
-        """Drop the lock (the file stays: removing it would race with a waiting writer)."""
+        """Drop the lock and remove its file (while still holding it, so that a writer that
+        opened the old file sees it was removed and takes the lock on a new one)."""
         if self._file is not None:
+            if _same_file(self._file, self.path):
+                self.path.unlink(missing_ok=True)
             if fcntl is not None:
                 fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
             self._file.close()
@@ -90,6 +102,15 @@ class DirectoryLock:
         traceback: TracebackType | None,
     ) -> None:
         self.release()
+
+
+def _same_file(f: Any, path: Path) -> bool:
+    """Whether the open file `f` is the file at `path` (not one removed since it was opened)."""
+    try:
+        here, there = os.fstat(f.fileno()), os.stat(path)
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
 def atomic_write_text(path: Path, text: str) -> None:

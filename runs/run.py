@@ -32,7 +32,7 @@ import plugins
 from tasks import AbstractEnvironment, AbstractTask
 from zoo import AbstractLearner
 
-from . import algorithms
+from . import algorithms, checks
 from .algorithms.base import AbstractAlgorithm
 from .checkpoint import Checkpoints, OldCheckpointError
 from .config import InnerConfig, PluginSource, TrainConfig, from_dict, to_dict
@@ -164,8 +164,10 @@ def _factory(config: TrainConfig, kind: str) -> tuple[plugins.Entry, Callable[..
     **Raises:** `RunError` if the factory cannot be imported or called as factories are."""
     entry = plugin_entry(config, kind)
     try:
-        return entry, entry.spec.load()
+        factory = entry.spec.load()
     except Exception as error:
+        # A class of an older plugin API says more than what that made fail (e.g. its factory).
+        checks.check_classes(entry, kind, also=f"{type(error).__name__}: {error}")
         hint = ""
         if isinstance(error, ModuleNotFoundError) and entry.dist != "__main__":
             hint = (
@@ -176,6 +178,8 @@ def _factory(config: TrainConfig, kind: str) -> tuple[plugins.Entry, Callable[..
             f"The {kind} plugin {entry.name!r} of {entry.dist!r} cannot be built: its factory "
             f"{entry.spec.factory!r} does not load ({type(error).__name__}: {error}).{hint}"
         ) from None
+    checks.check_classes(entry, kind)
+    return entry, factory
 
 
 def _check_built(entry: plugins.Entry, kind: str, built: Any) -> None:
@@ -199,7 +203,11 @@ def build_task(config: TrainConfig, key: PRNGKeyArray | None = None) -> Abstract
     """The task of a run (built from its seed unless `key` is given)."""
     key = _keys(config.run.seed)[0] if key is None else key
     entry, factory = _factory(config, "task")
-    task = factory(config.task, key=jr.fold_in(key, 0))
+    try:
+        task = factory(config.task, key=jr.fold_in(key, 0))
+    except TypeError as error:  # e.g. an abstract class of an older plugin API
+        checks.check_instantiation(entry, "task", error)
+        raise
     _check_built(entry, "task", task)
     return task
 
@@ -211,7 +219,11 @@ def build(config: TrainConfig) -> tuple[AbstractTask, AbstractLearner]:
     key = _keys(config.run.seed)[0]
     task = build_task(config, key)
     entry, factory = _factory(config, "model")
-    model = factory(config.model, io=task.io, key=jr.fold_in(key, 1))
+    try:
+        model = factory(config.model, io=task.io, key=jr.fold_in(key, 1))
+    except TypeError as error:
+        checks.check_instantiation(entry, "model", error)
+        raise
     _check_built(entry, "model", model)
     return task, model
 
@@ -390,10 +402,15 @@ def prepare(
     """Check everything that can be checked before compiling; return the resolved config
     (plugins and algorithm named)."""
     config = resolve(config)
+    for kind in _KINDS:  # imported outside any trace: a module-level array is no tracer
+        _factory(config, kind)
     try:  # builds task and model abstractly: their own checks run, nothing is computed
         task, model = eqx.filter_eval_shape(build, config)
     except ValueError as error:
         raise RunError(str(error)) from None
+    task_entry, model_entry = plugin_entry(config, "task"), plugin_entry(config, "model")
+    checks.check_episode(task_entry, task)
+    checks.check_predictions(task_entry, model_entry, task, model)
     pools = task.pools() if isinstance(task, AbstractTask) else ()
     unknown = [pool for pool in config.eval.pools if pool not in pools]
     if unknown:
@@ -718,7 +735,7 @@ def train(
     try:
         return _train(config, out, progress, allow_changes, hooks=hooks)
     except BaseException:
-        if fresh and not _has_checkpoint(out):  # failed before the run had a first checkpoint
+        if fresh and not _trained(out):  # failed before its first step (at its first compile)
             lock.release()
             _remove_unfinished_start(out, created)
         raise
@@ -742,16 +759,22 @@ def _train_multiprocess(
         lock.release()
 
 
-def _has_checkpoint(out: Path) -> bool:
-    """Whether `out/checkpoints` holds a committed checkpoint (Orbax names it by its step once
-    the save is complete)."""
+def _trained(out: Path) -> bool:
+    """Whether the run in `out` has trained: a committed checkpoint of a step after 0 (Orbax
+    names it by its step once the save is complete), or a metrics row of one."""
     folder = out / "checkpoints"
-    return folder.is_dir() and any(p.name.isdigit() for p in folder.iterdir())
+    if folder.is_dir() and any(p.name.isdigit() and int(p.name) > 0 for p in folder.iterdir()):
+        return True
+    try:
+        return any(row.get("step", 0) > 0 for row in read_metrics(out))
+    except RunError:  # a metrics file we cannot read is not ours to remove
+        return True
 
 
 def _remove_unfinished_start(out: Path, created: bool) -> None:
-    """Remove what a start that failed before its first checkpoint wrote into `out` (all of it,
-    if it made `out`), so that the same command can be run again."""
+    """Remove what a start that failed before its first step wrote into `out` (its config, the
+    step-0 checkpoint; all of it, if it made `out`), so that the same command can be run
+    again without `--resume`."""
     if created:
         shutil.rmtree(out, ignore_errors=True)
         return
@@ -886,6 +909,8 @@ def load(directory: Path | str, step: int | None = None) -> Loaded:
     """
     directory = Path(directory)
     config = read_config(directory)
+    for kind in _KINDS:  # imported outside any trace (see `prepare`)
+        _factory(config, kind)
     _, model = eqx.filter_eval_shape(build, config)
     if not (directory / "checkpoints").is_dir():
         raise RunError(f"{directory} has no checkpoints/ folder: the run saved no checkpoint.")

@@ -73,10 +73,10 @@ def baseline(config, steps: int, calls: int) -> float:
     from runs.optim import inner_optimizer
 
     task, model = build(config)
-    inner = config.inner
+    inner = config.algorithm.inner
     optimizer = optax.chain(
-        optax.clip_by_global_norm(config.outer.clip),
-        optax.adamw(config.outer.lr, weight_decay=config.outer.weight_decay),
+        optax.clip_by_global_norm(config.algorithm.outer.clip),
+        optax.adamw(config.algorithm.outer.lr, weight_decay=config.algorithm.outer.weight_decay),
     )
     inner_opt = inner_optimizer(inner)
     opt_state = optimizer.init(eqx.filter(model, eqx.is_array))
@@ -101,7 +101,7 @@ def baseline(config, steps: int, calls: int) -> float:
     @eqx.filter_jit(donate="all")
     def step(model, opt_state, key):
         def mean_loss(model):
-            keys = jr.split(key, config.outer.meta_batch)
+            keys = jr.split(key, config.algorithm.outer.meta_batch)
             return eqx.filter_vmap(task_loss, in_axes=(None, 0))(model, keys).mean()
 
         loss, grads = eqx.filter_value_and_grad(mean_loss)(model)
@@ -139,8 +139,9 @@ def main() -> None:
     args = parser.parse_args()
 
     config = get_preset(args.preset)
+    inner = dataclasses.replace(config.algorithm.inner, mode=args.mode, unroll=args.unroll)
     config = dataclasses.replace(
-        config, inner=dataclasses.replace(config.inner, mode=args.mode, unroll=args.unroll)
+        config, algorithm=dataclasses.replace(config.algorithm, inner=inner)
     )
     if args.baseline:
         steps_per_s = baseline(config, args.steps_per_call, args.calls)

@@ -39,8 +39,9 @@ def measure(experiment: str, steps_per_call: int, calls: int, per_step: int, tes
     from zoo import AbstractInContextLearner
 
     config = get_preset(f"lake2019/{experiment}")
+    outer = dataclasses.replace(config.algorithm.outer, meta_batch=per_step)
     config = dataclasses.replace(
-        config, outer=dataclasses.replace(config.outer, meta_batch=per_step)
+        config, algorithm=dataclasses.replace(config.algorithm, outer=outer)
     )
     task, model = build(config)
     algorithm = build_algorithm(config, task, model)

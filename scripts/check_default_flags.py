@@ -11,6 +11,7 @@ import tempfile
 
 import plugins
 import runs
+from runs.algorithms.config import BilevelConfig
 from runs.config import EvalConfig, InnerConfig, RunConfig, TrainConfig
 from runs.run import TrainingDiverged
 
@@ -39,7 +40,7 @@ def main() -> None:
                 model=plugins.model_spec(model).config(),
                 task_name=args.task,
                 model_name=model,
-                inner=InnerConfig(eps_root=eps_root),
+                algorithm=BilevelConfig(inner=InnerConfig(eps_root=eps_root)),
                 eval=EvalConfig(every=0, tasks=64),
                 run=RunConfig(steps=args.steps, steps_per_call=10, checkpoint_every=10),
             )

@@ -31,7 +31,10 @@ def main() -> None:
     n = args.steps_per_call
     variants = {}
     for unroll in args.unroll:
-        config = dataclasses.replace(base, inner=dataclasses.replace(base.inner, unroll=unroll))
+        inner = dataclasses.replace(base.algorithm.inner, unroll=unroll)
+        config = dataclasses.replace(
+            base, algorithm=dataclasses.replace(base.algorithm, inner=inner)
+        )
         task, model = build(config)
         algorithm = build_algorithm(config, task, model)
         state = replicate(algorithm.init(task, model, jr.key(0)), algorithm.mesh)

@@ -23,6 +23,7 @@ from conftest import TINY_MODEL, TINY_TASK
 import plugins
 import runs
 from runs import algorithms
+from runs.algorithms.config import BilevelConfig, InContextConfig
 from runs.config import EvalConfig, InnerConfig, OuterConfig, RunConfig, TrainConfig
 from runs.run import build, evaluate_all
 from tasks import AbstractEnvironment
@@ -89,15 +90,20 @@ def _tiny(entries, table) -> list[str]:
 def _config(
     task_name: str, model_name: str, steps: int = 2, pools=(), inner: bool = True
 ) -> TrainConfig:
-    """The tiny run of a pair; `inner=False` for models adapting in context (their algorithm
-    reads no inner loop settings and refuses changed ones)."""
+    """The tiny run of a pair; `inner=False` for models adapting in context (their algorithm,
+    in-context, has no inner loop)."""
+    outer = OuterConfig(meta_batch=2)
+    algorithm = (
+        BilevelConfig(inner=InnerConfig(steps=2), outer=outer)
+        if inner
+        else InContextConfig(outer=outer)
+    )
     return TrainConfig(
         task=TINY_TASKS[task_name],
         model=TINY_MODELS[model_name],
         task_name=task_name,
         model_name=model_name,
-        inner=InnerConfig(steps=2) if inner else InnerConfig(),
-        outer=OuterConfig(meta_batch=2),
+        algorithm=algorithm,
         eval=EvalConfig(every=0, tasks=2, batch=2, test_episodes=False, pools=pools),
         run=RunConfig(steps=steps, steps_per_call=1, checkpoint_every=1),
     )

@@ -41,7 +41,9 @@ CONFIG = dataclasses.replace(
     task_name="teacher-student",
     model=ShallowHypernetConfig(hidden=6, num_modules=5),
     model_name="shallow-hypernet",
-    inner=InnerConfig(steps=5, lr=0.05, weight_decay=0.0, mode="equilibrium"),
+    algorithm=dataclasses.replace(
+        BASE.algorithm, inner=InnerConfig(steps=5, lr=0.05, weight_decay=0.0, mode="equilibrium")
+    ),
     eval=EvalConfig(every=2, tasks=4, batch=2, pools=("test",)),
 )
 

@@ -125,7 +125,7 @@ def test_the_outer_optimizer_follows_the_labels(setup):
     model = eqx.tree_at(lambda m: m.out_bias, model, jnp.ones_like(model.out_bias))
     labels = array_labels(model)
     rules = {"fast": "update", "meta": "update", "fixed": "freeze"}
-    outer = dataclasses.replace(config.outer, weight_decay=0.5)
+    outer = dataclasses.replace(config.algorithm.outer, weight_decay=0.5)
     optimizer = outer_optimizer(outer, 10, labels, rules)
     assert optimizer is outer_optimizer(outer, 10, labels, rules)  # cached: compiled once
     params = eqx.filter(model, eqx.is_array)
@@ -142,7 +142,7 @@ def test_evaluation_does_not_depend_on_the_batch_size(setup):
     """Evaluating 3 tasks 2 at a time (the last batch padded, then dropped) gives the numbers
     of evaluating them all at once."""
     config, task, model = setup
-    algorithm = bilevel_for(config.inner, 2)
+    algorithm = bilevel_for(config.algorithm.inner, 2)
     key = jr.key(3)
     results = [evaluate_pool(algorithm, task, model, key, "ood", 3, batch) for batch in (2, 3)]
     assert set(results[0]) == {"loss", "accuracy"}
@@ -184,7 +184,7 @@ def test_gradient_modes(setup, monkeypatch: pytest.MonkeyPatch):
         keys = jr.split(jr.key(3), META_BATCH)
 
         def mean_loss(model, mode: str):
-            inner = dataclasses.replace(config.inner, mode=mode)
+            inner = dataclasses.replace(config.algorithm.inner, mode=mode)
             algorithm = bilevel_for(inner)
             losses, _ = jax.vmap(lambda key: algorithm.episode_loss(task, model, key))(keys)
             return losses.mean()
@@ -336,13 +336,19 @@ def test_sequential_minibatches_need_a_batch_and_old_configs_load_as_random():
     from runs.presets import get_preset
     from runs.run import config_from_dict
 
-    with pytest.raises(ValueError, match=r"set --inner\.batch"):
+    with pytest.raises(ValueError, match=r"set --algorithm\.inner\.batch"):
         InnerConfig(minibatches="sequential")
     config = get_preset("schug2024/teacher-student-discrete-connected")
     saved = to_dict(config)
-    del saved["inner"]["minibatches"]  # as a run saved before the field existed
+    del saved["algorithm"]["inner"]["minibatches"]  # as a run saved before the field existed
     loaded = config_from_dict(saved)
-    assert loaded.inner.minibatches == "random"
+    assert loaded.algorithm.inner.minibatches == "random"
+    inner = dataclasses.replace(config.algorithm.inner, minibatches="random")
     assert loaded == dataclasses.replace(
-        config, inner=dataclasses.replace(config.inner, minibatches="random")
+        config, algorithm=dataclasses.replace(config.algorithm, inner=inner)
     )
+    # And from the 0.1 shape, with the inner loop a section of the run's config.
+    legacy = to_dict(config)
+    legacy.update(legacy.pop("algorithm"))
+    del legacy["inner"]["minibatches"]
+    assert config_from_dict(legacy) == loaded

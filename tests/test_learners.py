@@ -51,7 +51,9 @@ def _config(model_name: str) -> TrainConfig:
         base,
         model=model,
         model_name=model_name,
-        inner=dataclasses.replace(base.inner, **inner),
+        algorithm=dataclasses.replace(
+            base.algorithm, inner=dataclasses.replace(base.algorithm.inner, **inner)
+        ),
     )
 
 
@@ -63,7 +65,10 @@ def _teacher_student_config() -> TrainConfig:
         task_name="teacher-student",
         model=ShallowHypernetConfig(hidden=6, num_modules=5),
         model_name="shallow-hypernet",
-        inner=InnerConfig(steps=5, lr=0.05, weight_decay=0.0, mode="equilibrium"),
+        algorithm=dataclasses.replace(
+            base.algorithm,
+            inner=InnerConfig(steps=5, lr=0.05, weight_decay=0.0, mode="equilibrium"),
+        ),
     )
 
 
@@ -85,7 +90,8 @@ def test_adapt_changes_only_the_fast_leaves_and_lowers_the_support_loss(model_na
     task, model = build(config)
     episode = task.sample(jr.key(1))
     key = jr.key(2)
-    adapted = adapt(model, episode.support, task, config.inner, config.inner.steps, key)
+    inner = config.algorithm.inner
+    adapted = adapt(model, episode.support, task, inner, inner.steps, key)
     meta_before, meta_after = model.partition()[1], adapted.partition()[1]
     assert eqx.tree_equal(meta_before, meta_after)
     changed = [
@@ -102,7 +108,10 @@ def test_adapt_changes_only_the_fast_leaves_and_lowers_the_support_loss(model_na
 def test_one_outer_step_updates_the_meta_leaves(model_name: str):
     config = _config(model_name)
     task, model = build(config)
-    config = dataclasses.replace(config, outer=OuterConfig(lr=1e-2, meta_batch=4))
+    config = dataclasses.replace(
+        config,
+        algorithm=dataclasses.replace(config.algorithm, outer=OuterConfig(lr=1e-2, meta_batch=4)),
+    )
     algorithm = build_algorithm(config, task, model, devices=1)
     state, metrics = eqx.filter_jit(algorithm.step)(task, algorithm.init(task, model, jr.key(0)))
     new = state.model
@@ -126,7 +135,10 @@ def test_one_outer_step_updates_the_meta_leaves(model_name: str):
 
 def test_anil_features_are_computed_once_and_the_result_matches_a_plain_inner_loop():
     config = _config("anil")
-    config = dataclasses.replace(config, inner=dataclasses.replace(config.inner, batch=0))
+    inner = dataclasses.replace(config.algorithm.inner, batch=0)
+    config = dataclasses.replace(
+        config, algorithm=dataclasses.replace(config.algorithm, inner=inner)
+    )
     task, model = build(config)
     support = task.sample(jr.key(3)).support
     calls = []
@@ -136,10 +148,12 @@ def test_anil_features_are_computed_once_and_the_result_matches_a_plain_inner_lo
         calls.append(x.shape)
         return original(self, x)
 
-    adapted = adapt(model, support, task, config.inner, 3)
+    adapted = adapt(model, support, task, config.algorithm.inner, 3)
     # A plain loop that runs the whole model on every step gives the same readout.
     optimizer = optax.adamw(
-        config.inner.lr, weight_decay=config.inner.weight_decay, eps_root=config.inner.eps_root
+        config.algorithm.inner.lr,
+        weight_decay=config.algorithm.inner.weight_decay,
+        eps_root=config.algorithm.inner.eps_root,
     )
     fast, meta = model.partition()
     state = optimizer.init(fast)
@@ -152,7 +166,7 @@ def test_anil_features_are_computed_once_and_the_result_matches_a_plain_inner_lo
     # Traced once: the features are outside the inner loop.
     try:
         type(model).features = counting  # pyright: ignore[reportAttributeAccessIssue]
-        jax.eval_shape(lambda m: adapt(m, support, task, config.inner, 5), model)
+        jax.eval_shape(lambda m: adapt(m, support, task, config.algorithm.inner, 5), model)
     finally:
         type(model).features = original  # pyright: ignore[reportAttributeAccessIssue]
     assert len(calls) == 1
@@ -162,7 +176,7 @@ def test_inner_minibatches_are_drawn_from_the_key():
     config = _config("anil")
     task, model = build(config)
     support = task.sample(jr.key(4)).support
-    inner = config.inner  # batch 4 of 8 support examples
+    inner = config.algorithm.inner  # batch 4 of 8 support examples
 
     def run(key):
         return _fast_leaves(adapt(model, support, task, inner, 3, key))
@@ -181,7 +195,7 @@ def test_eps_root_keeps_second_order_gradients_through_adam_finite():
     task, model = build(config)
 
     def grads(eps_root: float):
-        inner = dataclasses.replace(config.inner, batch=4, eps_root=eps_root)
+        inner = dataclasses.replace(config.algorithm.inner, batch=4, eps_root=eps_root)
         loss = lambda m: episode_loss(m, jr.key(0), task, inner, 3)[0]  # noqa: E731
         return jtu.tree_leaves(eqx.filter_grad(loss)(model))
 
@@ -194,7 +208,7 @@ def test_eps_root_keeps_second_order_gradients_through_adam_finite():
 def test_an_inner_batch_larger_than_the_support_set_is_an_error():
     config = _config("anil")
     task, model = build(config)
-    inner = dataclasses.replace(config.inner, batch=TINY_TASK.shots_support + 1)
+    inner = dataclasses.replace(config.algorithm.inner, batch=TINY_TASK.shots_support + 1)
     with pytest.raises(ValueError, match=r"inner\.batch=9 exceeds the 8 support examples"):
         episode_loss(model, jr.key(0), task, inner, 2)
 

@@ -1,4 +1,4 @@
-"""Madan et al. 2021's fast and slow loops (`runs.algorithms.meta_rims`) on the test corridor."""
+"""Madan et al. 2021's fast and slow loops (`plugins.madan2021.meta_rims`) on the test corridor."""
 
 import dataclasses
 
@@ -10,11 +10,11 @@ import pytest
 import rl_toys
 
 import plugins
+from plugins.madan2021.config import MetaRIMsConfig
+from plugins.madan2021.meta_rims import MetaRIMs, make
 from runs.algorithms.base import train_chunk
-from runs.algorithms.config import MetaRIMsConfig
-from runs.algorithms.meta_rims import MetaRIMs, make
-from runs.algorithms.ppo import on_devices
 from runs.config import EvalConfig, RunConfig, TrainConfig
+from runs.rl import on_devices
 from runs.run import RunError, load, read_metrics, train
 from runs.sharding import make_mesh
 

@@ -353,12 +353,13 @@ def _example_config(**changes):
         ExampleRegressionConfig,
     )
 
+    from runs.algorithms.config import BilevelConfig
     from runs.config import OuterConfig, RunConfig, TrainConfig
 
     return TrainConfig(
         task=ExampleRegressionConfig(),
         model=ExampleANILConfig(hidden=8),
-        outer=OuterConfig(meta_batch=4),
+        algorithm=BilevelConfig(outer=OuterConfig(meta_batch=4)),
         run=RunConfig(steps=2, steps_per_call=1, checkpoint_every=1),
         **{"task_name": "example-regression", "model_name": "example-anil", **changes},
     )

@@ -446,8 +446,11 @@ def test_a_run_saved_by_0_1_reads_in_the_new_shape(algorithm: str, tmp_path: pat
         assert read["algorithm"][name] == to_dict(default), name
     for key in set(saved) - {"inner", "outer", "algorithm", "task_source", "model_source"}:
         assert read[key] == saved[key], key
-    for key in ("task_source", "model_source"):
-        assert read[key]["version"] == saved[key]["version"]
+    for key in ("task_source", "model_source"):  # runs older than sources saved none
+        if saved.get(key) is not None:
+            assert read[key]["version"] == saved[key]["version"]
+        else:
+            assert read[key] is None
     assert config_from_dict(read) == config  # saved again, in the new shape, it reads back
 
 
@@ -595,6 +598,57 @@ def test_the_lock_is_released_when_its_holder_dies(tmp_path: pathlib.Path):
 
     with DirectoryLock(out, "zoo train"):
         assert (out / ".lock").is_file()
+    assert not (out / ".lock").exists()  # released: removed
+
+
+def test_a_finished_run_leaves_no_lock(run_a: pathlib.Path):
+    assert not (run_a / ".lock").exists()
+
+
+def test_a_lock_file_removed_under_a_waiting_writer_is_not_shared(tmp_path: pathlib.Path):
+    """A writer that opened the lock file just before its holder released (and removed) it
+    does not lock the removed file: it locks the one at the path, which a third writer sees."""
+    from runs.lock import DirectoryLock, LockedError
+
+    first = DirectoryLock(tmp_path, "first").acquire()
+    opened = open(tmp_path / ".lock", "a+")  # noqa: SIM115 - the second writer's `open`
+    first.release()
+    real_open = open
+
+    def late_open(path, mode="r", *args, **kwargs):  # the second writer: the old file first
+        nonlocal opened
+        if opened is not None and str(path).endswith(".lock"):
+            f, opened = opened, None
+            return f
+        return real_open(path, mode, *args, **kwargs)
+
+    import builtins
+
+    builtins.open = late_open
+    try:
+        second = DirectoryLock(tmp_path, "second").acquire()
+    finally:
+        builtins.open = real_open
+    with pytest.raises(LockedError, match="second"):
+        DirectoryLock(tmp_path, "third").acquire()
+    second.release()
+    assert not (tmp_path / ".lock").exists()
+
+
+def test_a_start_that_fails_at_its_first_compile_can_be_retried(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The step-0 checkpoint is saved before the first compile: a start that fails there takes
+    it (and its config and lock) back, so that the same command runs again without --resume."""
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("compilation failed")
+
+    monkeypatch.setattr(runs.trainer, "train_chunk", fail)
+    out = tmp_path / "compile"
+    with pytest.raises(RuntimeError, match="compilation failed"):
+        train(CONFIG, out, progress=False)
+    assert not out.exists()
 
 
 def test_a_torn_last_metrics_line_is_tolerated_and_repaired(
@@ -652,7 +706,7 @@ def test_a_start_killed_before_its_config_is_adopted(
     with pytest.raises(AssertionError, match="before its settings were checked"):
         train(CONFIG, out, progress=False)  # gets past every check to the checkpoints
     assert seen == [SAVED]
-    assert sorted(p.name for p in out.iterdir()) == [".lock"]
+    assert sorted(p.name for p in out.iterdir()) == []  # the stale lock file too
 
 
 @pytest.mark.parametrize("existed", [False, True])
@@ -673,7 +727,7 @@ def test_a_start_that_fails_before_its_first_checkpoint_can_be_retried(
     with pytest.raises(RuntimeError, match="disk full"):
         train(CONFIG, out, progress=False)
     if existed:
-        assert sorted(p.name for p in out.iterdir()) == [".lock"]
+        assert sorted(p.name for p in out.iterdir()) == []
     else:
         assert not out.exists()
 
@@ -789,3 +843,13 @@ def test_an_inner_batch_larger_than_the_support_is_refused_before_compiling(
     ):
         train(big, tmp_path / "big", progress=False)
     assert not (tmp_path / "big").exists()
+
+
+def test_loading_a_run_logs_no_orbax_warnings(run_a: pathlib.Path, caplog):
+    """`load` opens the checkpoints read-only; Orbax would warn about that (three absl lines a
+    user cannot act on)."""
+    import logging
+
+    with caplog.at_level(logging.INFO):
+        load(run_a)
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]

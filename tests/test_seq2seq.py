@@ -225,7 +225,7 @@ def test_a_toy_episode_is_memorised_after_a_few_steps():
 
 
 def test_meta_seq2seq_trains_in_context_through_the_engine(tmp_path):
-    from runs import load, train
+    from runs import InContextConfig, load, train
     from runs.config import EvalConfig, OuterConfig, RunConfig, TrainConfig
     from runs.run import read_metrics
     from tasks.config import MutualExclusivityConfig
@@ -236,7 +236,11 @@ def test_meta_seq2seq_trains_in_context_through_the_engine(tmp_path):
         model=MetaSeq2SeqConfig(hidden=16, layers=1, dropout=0.1),
         task_name="mutual-exclusivity",
         model_name="meta-seq2seq",
-        outer=OuterConfig(lr=1e-2, weight_decay=0.0, clip=50.0, meta_batch=4, schedule="piecewise"),
+        algorithm=InContextConfig(
+            outer=OuterConfig(
+                lr=1e-2, weight_decay=0.0, clip=50.0, meta_batch=4, schedule="piecewise"
+            )
+        ),
         eval=EvalConfig(every=0, tasks=8, batch=8),
         run=RunConfig(steps=40, steps_per_call=20, checkpoint_every=20),
     )

@@ -7,6 +7,8 @@ import json
 import math
 import os
 import re
+import sys
+import types
 
 import jax
 import numpy as np
@@ -153,7 +155,7 @@ def test_a_sweep_exports_its_finished_runs_without_checkpoints(tmp_path, capsys)
         not (dest / "noncomp").exists() and not (dest / "comp" / "seed_0" / "checkpoints").exists()
     )
     assert (dest / "comp" / "seed_0" / "history.jsonl").exists()
-    assert (src / "comp" / "seed_0" / ".lock").exists()  # each run's lock stays behind
+    assert not (src / "comp" / "seed_0" / ".lock").exists()  # released with the run
     assert not (dest / "comp" / "seed_0" / ".lock").exists()
     with open(src / "results.csv") as f, open(dest / "results.csv") as g:
         finished = [r for r in csv.DictReader(f) if r["finished"] == "True"]
@@ -272,8 +274,27 @@ def test_a_bad_setting_fails_before_any_run(tmp_path):
     assert not (tmp_path / "comp").exists()
 
 
-def test_the_cli_runs_and_reports_a_named_sweep(tmp_path, monkeypatch, capsys):
-    monkeypatch.setitem(runs.presets.SWEEPS, "test/tiny", _tiny_sweep())
+@pytest.fixture
+def tiny_experiment(monkeypatch):
+    """An experiment `test` with the sweeps `tiny` and `other`, registered for one test as a
+    plugin would register it."""
+    import plugins
+    import runs.experiments
+
+    module = types.ModuleType("_test_experiment")
+    sweeps = {"tiny": _tiny_sweep(), "other": _tiny_sweep()}
+    module.experiment = lambda: runs.experiments.Experiment(  # pyright: ignore[reportAttributeAccessIssue]
+        sweeps={k: (lambda presets, s=s: s) for k, s in sweeps.items()}
+    )
+    monkeypatch.setitem(sys.modules, "_test_experiment", module)
+    plugins.register(plugins.ExperimentSpec(name="test", factory="_test_experiment:experiment"))
+    runs.experiments.clear_cache()
+    yield
+    plugins.unregister("test")
+    runs.experiments.clear_cache()
+
+
+def test_the_cli_runs_and_reports_a_named_sweep(tmp_path, tiny_experiment, capsys):
     out = tmp_path / "sweep"
     assert main(["sweep", "test/tiny", "--out", str(out), "--seeds", "0", "--no-progress"]) == 0
     assert main(["report", str(out)]) == 0
@@ -282,7 +303,6 @@ def test_the_cli_runs_and_reports_a_named_sweep(tmp_path, monkeypatch, capsys):
     assert main(["sweeps"]) == 0
     assert "test/tiny" in capsys.readouterr().out
     # Another sweep cannot share the directory.
-    monkeypatch.setitem(runs.presets.SWEEPS, "test/other", _tiny_sweep())
     assert main(["sweep", "test/other", "--out", str(out), "--seeds", "0"]) == 2
     assert "holds the sweep 'test/tiny'" in capsys.readouterr().err
 
@@ -298,7 +318,7 @@ def test_unknown_sweep_names_close_matches(capsys):
 
 
 def test_every_named_sweep_is_valid():
-    for name, sweep in runs.presets.SWEEPS.items():
+    for name, sweep in runs.presets.sweeps().items():
         runs.sweeps.validate(sweep, seeds=(0,))
         assert len({r.label for r in sweep.runs}) == len(sweep.runs), name
 
@@ -306,17 +326,19 @@ def test_every_named_sweep_is_valid():
 def test_the_lake_sweeps_carry_the_numbers_their_presets_quote():
     """The paper's values drawn in the Lake 2019 figures are those the presets' descriptions
     cite (e.g. "Table 2, ... (paper: 99.95%)"), and every Lake preset is in a sweep."""
+    from plugins.lake2019 import presets as lake
+
     swept = set()
     for name in ("lake2019/tables2-3", "lake2019/mutual-exclusivity"):
-        sweep = runs.presets.SWEEPS[name]
+        sweep = runs.presets.get_sweep(name)
         for run in sweep.runs:
-            preset = next(p for p, (_, c) in runs.presets.PRESETS.items() if c == run.config)
+            preset = next(p for p, (_, c) in lake.PRESETS.items() if c == run.config)
             swept.add(preset)
-            quoted = re.search(r"paper: ([0-9.]+)%", runs.presets.PRESETS[preset][0])
+            quoted = re.search(r"paper: ([0-9.]+)%", lake.PRESETS[preset][0])
             assert quoted is not None, preset
             (value,) = sweep.paper[run.label].values()
             assert value == pytest.approx(float(quoted.group(1)) / 100), preset
-    assert swept == set(runs.presets.LAKE_EXPERIMENTS)
+    assert swept == set(lake.LAKE_EXPERIMENTS)
 
 
 @pytest.mark.parametrize(
@@ -470,7 +492,7 @@ def test_a_grid_sweep_is_drawn_as_heat_maps(tmp_path):
         maps["ood.mse"], [[1.01, 1.02, 1.04], [2.01, 2.02, np.nan]], equal_nan=True
     )
     assert maps["identification.alignment"][0, 2] == pytest.approx(1.4)
-    assert runs.presets.SWEEPS["schug2024/fig2d-grid-cpu"].plot == "grid"
+    assert runs.presets.get_sweep("schug2024/fig2d-grid-cpu").plot == "grid"
 
 
 def _write_runs(out, runs, values, steps=4):
@@ -632,14 +654,14 @@ def test_a_selection_the_runs_cannot_make_is_an_error():
 def test_fig3f_with_rates_reuses_the_single_rate_runs():
     """`schug2024/fig3f-lr-cpu` is `fig3f-cpu` at each of the authors' three outer rates: its
     1e-3 runs are `fig3f-cpu`'s (same configs), so those can be copied in, not re-run."""
-    single = {r.label: r for r in runs.presets.SWEEPS["schug2024/fig3f-cpu"].runs}
-    tuned = runs.presets.SWEEPS["schug2024/fig3f-lr-cpu"]
+    single = {r.label: r for r in runs.presets.get_sweep("schug2024/fig3f-cpu").runs}
+    tuned = runs.presets.get_sweep("schug2024/fig3f-lr-cpu")
     assert len(tuned.runs) == 3 * len(single)
     for label, run in single.items():
         assert (
             tuned.runs[[r.label for r in tuned.runs].index(f"{label}-lr0.001")].config == run.config
         )
-    assert {r.config.outer.lr for r in tuned.runs} == {3e-4, 1e-3, 3e-3}
+    assert {r.config.algorithm.outer.lr for r in tuned.runs} == {3e-4, 1e-3, 3e-3}
     assert tuned.select == Select("lr", "test.loss")
 
 
@@ -674,7 +696,7 @@ def test_facets_neither_plotted_nor_selected_get_a_row_of_panels_each(tmp_path):
     runs.sweeps._figure(record, summary, rows, tmp_path / "bars.png")
     assert (tmp_path / "bars.png").stat().st_size > 1000
     for name in ("schug2024/fig2d-grid", "schug2024/fig3f"):  # crossed: heat maps, by row
-        assert runs.presets.SWEEPS[name].plot == "grid"
+        assert runs.presets.get_sweep(name).plot == "grid"
 
 
 def test_the_bar_figure_gives_slots_only_to_settings_with_a_result(tmp_path):
@@ -713,12 +735,12 @@ def test_the_bar_figure_gives_slots_only_to_settings_with_a_result(tmp_path):
 def test_fig2d_against_weight_decay_reuses_the_runs_at_zero():
     """`schug2024/fig2d-wd-cpu` is `fig2d-cpu`'s discrete students at the authors' four weight
     decays; its runs at 0 are `fig2d-cpu`'s (same configs), so those can be copied in."""
-    single = {r.label: r for r in runs.presets.SWEEPS["schug2024/fig2d-cpu"].runs}
-    decays = {r.label: r for r in runs.presets.SWEEPS["schug2024/fig2d-wd-cpu"].runs}
+    single = {r.label: r for r in runs.presets.get_sweep("schug2024/fig2d-cpu").runs}
+    decays = {r.label: r for r in runs.presets.get_sweep("schug2024/fig2d-wd-cpu").runs}
     for ratio in (1, 2, 4, 8):
         assert decays[f"discrete-x{ratio}-wd0"].config == single[f"discrete-x{ratio}"].config
         weight_decays = {
-            decays[f"discrete-x{ratio}-wd{d}"].config.outer.weight_decay
+            decays[f"discrete-x{ratio}-wd{d}"].config.algorithm.outer.weight_decay
             for d in ("1e-05", "0.0001", "0.001")
         }
         assert weight_decays == {1e-5, 1e-4, 1e-3}
@@ -728,8 +750,8 @@ def test_the_fig2d_diagonal_to_x32_extends_fig2d_cpu():
     """`schug2024/fig2d-cpu-x32` is `fig2d-cpu`'s diagonal out to the authors' largest factor:
     its x1-x8 runs are `fig2d-cpu`'s (so `--reuse` copies them), and x16 and x32 scale the
     teacher's hidden width (16) and module count (6) by 16 and 32, all else equal."""
-    single = {r.label: r for r in runs.presets.SWEEPS["schug2024/fig2d-cpu"].runs}
-    wide = {r.label: r for r in runs.presets.SWEEPS["schug2024/fig2d-cpu-x32"].runs}
+    single = {r.label: r for r in runs.presets.get_sweep("schug2024/fig2d-cpu").runs}
+    wide = {r.label: r for r in runs.presets.get_sweep("schug2024/fig2d-cpu-x32").runs}
     assert set(wide) == set(single) | {
         f"{d}-x{r}" for d in ("discrete", "continuous") for r in (16, 32)
     }
@@ -741,7 +763,7 @@ def test_the_fig2d_diagonal_to_x32_extends_fig2d_cpu():
             assert (config.model.hidden, config.model.num_modules) == (16 * ratio, 6 * ratio)
             x1 = single[f"{dist}-x1"].config
             assert dataclasses.replace(config, model=x1.model) == x1
-    assert "x16, x32" in runs.presets.SWEEPS["schug2024/fig2d-cpu-x32"].description
+    assert "x16, x32" in runs.presets.get_sweep("schug2024/fig2d-cpu-x32").description
 
 
 def _assert_only_the_outer_lr_differs(fast: Sweep, slow: Sweep, lr: float = 1e-3):
@@ -749,21 +771,23 @@ def _assert_only_the_outer_lr_differs(fast: Sweep, slow: Sweep, lr: float = 1e-3
     the CPU presets' 3e-3, and nothing else changed."""
     by_label = {r.label: r for r in fast.runs}
     assert {r.label for r in slow.runs} == set(by_label)
-    assert {by_label[r.label].config.outer.lr for r in slow.runs} == {3e-3}
+    assert {by_label[r.label].config.algorithm.outer.lr for r in slow.runs} == {3e-3}
     for run in slow.runs:
-        assert run.config.outer.lr == lr
-        outer = dataclasses.replace(run.config.outer, lr=3e-3)
-        assert dataclasses.replace(run.config, outer=outer) == by_label[run.label].config
+        assert run.config.algorithm.outer.lr == lr
+        outer = dataclasses.replace(run.config.algorithm.outer, lr=3e-3)
+        algorithm = dataclasses.replace(run.config.algorithm, outer=outer)
+        assert dataclasses.replace(run.config, algorithm=algorithm) == by_label[run.label].config
 
 
 def test_the_fig2d_diagonal_at_the_authors_outer_lr_changes_only_the_lr():
     """`schug2024/fig2d-cpu-x32-lr1e-3` is the diagonal out to x32 with the authors' outer
     learning rate 1e-3 in place of the CPU presets' 3e-3, nothing else changed; its continuous
     x1-x8 runs are the diagonal cells of the continuous grid at 1e-3 (so `--reuse` copies them)."""
-    slow = runs.presets.SWEEPS["schug2024/fig2d-cpu-x32-lr1e-3"]
-    _assert_only_the_outer_lr_differs(runs.presets.SWEEPS["schug2024/fig2d-cpu-x32"], slow)
+    slow = runs.presets.get_sweep("schug2024/fig2d-cpu-x32-lr1e-3")
+    _assert_only_the_outer_lr_differs(runs.presets.get_sweep("schug2024/fig2d-cpu-x32"), slow)
     grid = {
-        r.label: r for r in runs.presets.SWEEPS["schug2024/fig2d-grid-continuous-cpu-lr1e-3"].runs
+        r.label: r
+        for r in runs.presets.get_sweep("schug2024/fig2d-grid-continuous-cpu-lr1e-3").runs
     }
     diagonal = {r.label: r for r in slow.runs}
     for ratio in (1, 2, 4, 8):
@@ -776,18 +800,18 @@ def test_the_fig2d_diagonal_at_the_authors_outer_lr_changes_only_the_lr():
 def test_the_fig2d_diagonal_at_a_third_of_the_authors_lr_changes_only_the_lr():
     """`schug2024/fig2d-cpu-x32-lr3e-4` is the same diagonal at outer lr 3e-4 (for the students
     that diverge at 1e-3), nothing else changed, and its title says so."""
-    slow = runs.presets.SWEEPS["schug2024/fig2d-cpu-x32-lr3e-4"]
-    _assert_only_the_outer_lr_differs(runs.presets.SWEEPS["schug2024/fig2d-cpu-x32"], slow, 3e-4)
+    slow = runs.presets.get_sweep("schug2024/fig2d-cpu-x32-lr3e-4")
+    _assert_only_the_outer_lr_differs(runs.presets.get_sweep("schug2024/fig2d-cpu-x32"), slow, 3e-4)
     assert "outer lr 0.0003" in slow.description
 
 
 def test_the_continuous_fig2d_grid_crosses_the_factors_and_reuses_the_diagonal():
     """`schug2024/fig2d-grid-continuous-cpu` is the CPU grid with continuous codes: every
     student trains on continuous codes, and its diagonal is `fig2d-cpu`'s continuous runs."""
-    single = {r.label: r for r in runs.presets.SWEEPS["schug2024/fig2d-cpu"].runs}
-    grid = {r.label: r for r in runs.presets.SWEEPS["schug2024/fig2d-grid-continuous-cpu"].runs}
+    single = {r.label: r for r in runs.presets.get_sweep("schug2024/fig2d-cpu").runs}
+    grid = {r.label: r for r in runs.presets.get_sweep("schug2024/fig2d-grid-continuous-cpu").runs}
     assert len(grid) == 16
-    discrete = runs.presets.SWEEPS["schug2024/fig2d-grid-cpu"].runs
+    discrete = runs.presets.get_sweep("schug2024/fig2d-grid-cpu").runs
     assert {r.config.task.distribution for r in discrete} == {"discrete"}
     assert {r.config.task.distribution for r in grid.values()} == {"continuous"}
     for ratio in (1, 2, 4, 8):
@@ -799,9 +823,9 @@ def test_the_continuous_fig2d_grid_crosses_the_factors_and_reuses_the_diagonal()
 def test_the_continuous_fig2d_grid_at_the_authors_outer_lr_changes_only_the_lr():
     """`schug2024/fig2d-grid-continuous-cpu-lr1e-3` is the continuous CPU grid with the authors'
     outer learning rate 1e-3 in place of the CPU presets' 3e-3, and nothing else changed."""
-    slow = runs.presets.SWEEPS["schug2024/fig2d-grid-continuous-cpu-lr1e-3"]
+    slow = runs.presets.get_sweep("schug2024/fig2d-grid-continuous-cpu-lr1e-3")
     _assert_only_the_outer_lr_differs(
-        runs.presets.SWEEPS["schug2024/fig2d-grid-continuous-cpu"], slow
+        runs.presets.get_sweep("schug2024/fig2d-grid-continuous-cpu"), slow
     )
     assert "outer lr 0.001" in slow.description
 
@@ -812,7 +836,8 @@ def test_a_sweep_copies_runs_another_sweep_trained_with_the_same_config(tmp_path
     first = tmp_path / "first"
     run_sweep(_tiny_sweep(), "tiny", first, seeds=(0,), only=["comp"], progress=False)
     base = _tiny_sweep().runs[0].config
-    faster = dataclasses.replace(base, outer=dataclasses.replace(base.outer, lr=3 * base.outer.lr))
+    outer = dataclasses.replace(base.algorithm.outer, lr=3 * base.algorithm.outer.lr)
+    faster = dataclasses.replace(base, algorithm=dataclasses.replace(base.algorithm, outer=outer))
     second = Sweep(
         "again",
         (SweepRun("twin", base, {"lr": "a"}), SweepRun("faster", faster, {"lr": "b"})),
@@ -884,8 +909,11 @@ def test_keep_sets_the_checkpoints_each_run_keeps_and_a_run_resumes_under_anothe
     # The same run to 6 steps under the sweep's own keep may resume it; another lr may not.
     config = plan(sweep, seeds=(0,), steps=6)[0][2]
     runs.run.prepare(config, out / "comp" / "seed_0", resume=True)
-    other = dataclasses.replace(config, outer=dataclasses.replace(config.outer, lr=0.5))
-    with pytest.raises(runs.run.RunError, match=r"outer\.lr"):
+    outer = dataclasses.replace(config.algorithm.outer, lr=0.5)
+    other = dataclasses.replace(
+        config, algorithm=dataclasses.replace(config.algorithm, outer=outer)
+    )
+    with pytest.raises(runs.run.RunError, match=r"algorithm\.outer\.lr"):
         runs.run.prepare(other, out / "comp" / "seed_0", resume=True)
 
     config = plan(sweep, seeds=(0,), steps=4)[0][2]

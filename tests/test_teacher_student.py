@@ -363,12 +363,12 @@ def test_teacher_student_presets_draw_fresh_inputs_at_every_inner_step():
         for support in ("connected", "disconnected"):
             name = f"schug2024/teacher-student-{dist}-{support}"
             paper = get_preset(name)
-            assert paper.inner.minibatches == "sequential"
-            assert (paper.inner.steps, paper.inner.batch) == (300, 256)
+            assert paper.algorithm.inner.minibatches == "sequential"
+            assert (paper.algorithm.inner.steps, paper.algorithm.inner.batch) == (300, 256)
             assert paper.task.shots_support == 300 * 256
             assert paper.task.shots_query == 256
             cpu = get_preset(f"{name}-cpu")
-            assert (cpu.inner.minibatches, cpu.inner.batch) == ("random", 0)
+            assert (cpu.algorithm.inner.minibatches, cpu.algorithm.inner.batch) == ("random", 0)
             assert cpu.task.shots_support == 128
 
 

@@ -9,4 +9,5 @@ spec = ExperimentSpec(
     factory="plugins.lake2019.presets:experiment",
     paper="Lake 2019, Compositional generalization through meta sequence-to-sequence learning (NeurIPS)",
     description="Lake 2019: presets and sweeps",
+    order=-2,  # zoo presets lists schug2024, lake2019, madan2021 first, in that order
 )

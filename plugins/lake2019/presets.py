@@ -2,10 +2,17 @@
 (NeurIPS): the presets and sweeps of its Sections 4.2-4.6 and Tables 2-3, registered as the
 `lake2019` experiment."""
 
-from runs.algorithms.config import InContextConfig
-from runs.config import EvalConfig, OuterConfig, RunConfig, TrainConfig
-from runs.experiments import Experiment, Preset
-from runs.sweeps import Sweep, SweepRun
+from runs import (
+    EvalConfig,
+    Experiment,
+    InContextConfig,
+    OuterConfig,
+    Preset,
+    RunConfig,
+    Sweep,
+    SweepRun,
+    TrainConfig,
+)
 from tasks.config import (
     MutualExclusivityConfig,
     ScanEpisodesConfig,

@@ -9,4 +9,5 @@ spec = ExperimentSpec(
     factory="plugins.madan2021.presets:experiment",
     paper="Madan et al. 2021, Fast and slow learning of recurrent independent mechanisms (ICLR)",
     description="Madan et al. 2021: presets and sweeps",
+    order=-1,  # zoo presets lists schug2024, lake2019, madan2021 first, in that order
 )

@@ -21,13 +21,12 @@ import jax.tree_util as jtu
 from jax.sharding import Mesh
 from jaxtyping import Array, PRNGKeyArray
 
-from tasks import AbstractEnvironment
-from zoo import AbstractActorCritic, checked_labels
-
 from runs import EvalConfig, PPOConfig, TrainConfig, TrainState
 from runs.algorithms import AbstractAlgorithm
 from runs.algorithms.ppo import PPO, ppo_optimizer, trained_labels
 from runs.rl import on_devices
+from tasks import AbstractEnvironment
+from zoo import AbstractActorCritic, checked_labels
 
 from .config import MetaRIMsConfig
 

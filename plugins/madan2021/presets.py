@@ -4,10 +4,7 @@ experiment."""
 
 import dataclasses
 
-from runs.algorithms.config import PPOConfig
-from runs.config import EvalConfig, RunConfig, TrainConfig
-from runs.experiments import Experiment, Preset
-from runs.sweeps import Sweep, SweepRun
+from runs import EvalConfig, Experiment, PPOConfig, Preset, RunConfig, Sweep, SweepRun, TrainConfig
 from tasks.config import (
     DoorKey5x5Config,
     GoToLocalConfig,

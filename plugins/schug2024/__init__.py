@@ -9,4 +9,5 @@ spec = ExperimentSpec(
     factory="plugins.schug2024.presets:experiment",
     paper="Schug et al. 2024, Discovering modular solutions that generalize compositionally (ICLR)",
     description="Schug et al. 2024: presets and sweeps",
+    order=-3,  # zoo presets lists schug2024, lake2019, madan2021 first, in that order
 )

@@ -1,4 +1,6 @@
-"""Named presets and sweeps: the papers' settings as plain values (flags override them).
+"""Schug et al. 2024, Discovering modular solutions that generalize compositionally (ICLR):
+its presets, sweeps and reference values, registered as the `schug2024` experiment. The
+presets are the paper's settings as plain values (flags override them).
 
 `schug2024/hyperteacher-*` follow Schug et al. 2024, Appendix C.2, with the settings of the
 authors' code (REFERENCE_FACTS.md): teacher 16-32-32-32-8 with M=8 modules, K=2, 256 + 256
@@ -57,10 +59,19 @@ The other `-cpu` presets are CPU-scale versions (docs/results.md says how they d
 
 import dataclasses
 
-from runs.algorithms.config import BilevelConfig
-from runs.config import EvalConfig, InnerConfig, OuterConfig, RunConfig, TrainConfig
-from runs.experiments import Experiment, Preset
-from runs.sweeps import Select, Sweep, SweepRun
+from runs import (
+    BilevelConfig,
+    EvalConfig,
+    Experiment,
+    InnerConfig,
+    OuterConfig,
+    Preset,
+    RunConfig,
+    Select,
+    Sweep,
+    SweepRun,
+    TrainConfig,
+)
 from tasks.config import (
     CompositionalGoalsConfig,
     CompositionalPreferencesConfig,
