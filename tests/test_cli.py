@@ -1,6 +1,7 @@
 """The `zoo` command line: listing, usage errors, train / eval / resume, presets, and a
 third-party plugin installed as its own distribution."""
 
+import ast
 import dataclasses
 import json
 import os
@@ -317,7 +318,7 @@ def test_resume_with_allow_changes_takes_an_outer_rate_and_refuses_a_meta_batch(
     assert "algorithm.outer.meta_batch" not in runs.run.changeable(config)
     started = []
     monkeypatch.setattr(
-        runs.run, "_train", lambda config, out, *args: started.append(config) or out
+        runs.run, "_train", lambda config, out, *args, **kwargs: started.append(config) or out
     )
     resume = [*base, "--resume", "--allow-changes"]
     assert main([*resume, "--algorithm.outer.meta-batch", "2"]) == 1
@@ -559,3 +560,25 @@ def test_every_preset_builds():
     for name, (_, config) in PRESETS.items():
         _, model = eqx.filter_eval_shape(build, resolve(config))
         assert param_counts(model)["meta"] > 0, name
+
+
+def test_every_command_is_a_small_module_of_its_own():
+    """`runs/cli/` holds one module per command, each with its `main(argv)`; `zoo COMMAND`
+    imports that module alone."""
+    import importlib
+
+    import runs.cli
+
+    folder = pathlib.Path(runs.cli.__file__).parent
+    for name in runs.cli.COMMANDS:
+        module = importlib.import_module(f"runs.cli.{name}")
+        assert callable(module.main), name
+        assert len((folder / f"{name}.py").read_text().splitlines()) < 400, name
+    code = "import sys, runs.cli; runs.cli.main(['list']); print(sorted(m for m in sys.modules if m.startswith('runs.cli.')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = ast.literal_eval(out.stdout.splitlines()[-1])
+    assert (
+        "runs.cli.list" in loaded
+        and "runs.cli.eval" not in loaded
+        and "runs.cli.sweep" not in loaded
+    )

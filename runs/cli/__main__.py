@@ -1,0 +1,5 @@
+"""`python -m runs.cli`: the `zoo` command."""
+
+from . import main
+
+raise SystemExit(main())
