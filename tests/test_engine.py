@@ -344,8 +344,10 @@ def test_sequential_minibatches_need_a_batch_and_old_configs_load_as_random():
     loaded = config_from_dict(saved)
     assert loaded.algorithm.inner.minibatches == "random"
     inner = dataclasses.replace(config.algorithm.inner, minibatches="random")
-    assert loaded == dataclasses.replace(
-        config, algorithm=dataclasses.replace(config.algorithm, inner=inner)
+    assert loaded == dataclasses.replace(  # named from its config's class, as runs are
+        config,
+        algorithm_name="bilevel",
+        algorithm=dataclasses.replace(config.algorithm, inner=inner),
     )
     # And from the 0.1 shape, with the inner loop a section of the run's config.
     legacy = to_dict(config)

@@ -251,8 +251,15 @@ def test_layers_import_no_private_modules_of_other_packages():
     assert not violations, _report(violations)
 
 
+FROZEN = ("tests/plugin_pkg_v010/",)
+"""Code kept as an old release had it (a plugin of the 0.1 API, which imported `zoo._base`):
+it must not be updated, so the rules of today do not apply to it."""
+
+
 def test_tests_and_scripts_import_no_private_modules():
-    violations = check_tree(("tests", "scripts"), layering=False)
+    violations = [
+        v for v in check_tree(("tests", "scripts"), layering=False) if not v.path.startswith(FROZEN)
+    ]
     assert not violations, _report(violations)
 
 

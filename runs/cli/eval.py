@@ -43,7 +43,12 @@ def main(argv: list[str]) -> int:
     from ..run import RunError, build_task, load
 
     command = tyro.cli(EvalCommand, args=argv, prog="zoo eval")
-    for flag, value, least in (("--step", command.step, 0), ("--activity", command.activity, 0)):
+    for flag, value, least in (
+        ("--step", command.step, 0),
+        ("--activity", command.activity, 0),
+        ("--tasks", command.tasks, 1),
+        ("--inner-steps", command.inner_steps, 0),
+    ):
         if value is not None and value < least:
             print(f"zoo eval: {flag} must be >= {least}, got {value}.", file=sys.stderr)
             return 2
