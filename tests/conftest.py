@@ -2,7 +2,10 @@
 
 import atexit
 import os
+import pathlib
 import shutil
+import subprocess
+import sys
 import tempfile
 
 # Before JAX initializes its backends, so that tests can split meta-batches over 2 devices.
@@ -119,3 +122,11 @@ def all_presets() -> dict:
     import runs.experiments
 
     return {n: (p.description, p.config) for n, p in runs.experiments.presets().items()}
+
+
+def pip_install_offline(package: pathlib.Path, target: pathlib.Path) -> None:
+    """pip-install the package folder `package` into `target` (`--target`), offline: no
+    dependencies, no build isolation, no index (what the test plugin packages need)."""
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    offline = ["--root-user-action=ignore", "--no-deps", "--no-build-isolation", "--no-index"]
+    subprocess.run([*pip, *offline, "--target", str(target), str(package)], check=True)

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import make_tiny_config
+from conftest import make_tiny_config, pip_install_offline
 
 import plugins
 import runs.run
@@ -85,9 +85,7 @@ def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     """`tests/plugin_pkg` pip-installed into a temporary directory (not on this process's
     path: only the subprocesses below see it)."""
     target = tmp_path_factory.mktemp("site")
-    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    offline = ["--root-user-action=ignore", "--no-deps", "--no-build-isolation", "--no-index"]
-    subprocess.run([*pip, *offline, "--target", str(target), str(PLUGIN_PKG)], check=True)
+    pip_install_offline(PLUGIN_PKG, target)
     return target
 
 

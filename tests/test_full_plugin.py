@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import pip_install_offline
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "tests" / "plugin_full"
@@ -21,9 +22,7 @@ DIST = "zoo-full-plugin"
 def site(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     """The package pip-installed into a directory of its own, seen by subprocesses only."""
     target = tmp_path_factory.mktemp("full-site")
-    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    offline = ["--root-user-action=ignore", "--no-deps", "--no-build-isolation", "--no-index"]
-    subprocess.run([*pip, *offline, "--target", str(target), str(PACKAGE)], check=True)
+    pip_install_offline(PACKAGE, target)
     return target
 
 

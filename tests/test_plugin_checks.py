@@ -5,12 +5,11 @@ released lock). The old-API plugin is `tests/plugin_pkg_v010`, frozen at the v0.
 import dataclasses
 import pathlib
 import re
-import subprocess
 import sys
 import textwrap
 
 import pytest
-from conftest import make_tiny_config
+from conftest import make_tiny_config, pip_install_offline
 
 import plugins
 from runs import checks
@@ -21,17 +20,11 @@ V010_PKG = REPO / "tests" / "plugin_pkg_v010"
 V010_DIST = "zoo-example-plugin-v010"
 
 
-def _pip_install(package: pathlib.Path, target: pathlib.Path) -> None:
-    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    offline = ["--root-user-action=ignore", "--no-deps", "--no-build-isolation", "--no-index"]
-    subprocess.run([*pip, *offline, "--target", str(target), str(package)], check=True)
-
-
 @pytest.fixture(scope="module")
 def v010_path(tmp_path_factory: pytest.TempPathFactory):
     """`tests/plugin_pkg_v010` pip-installed into a temporary directory put on `sys.path`."""
     target = tmp_path_factory.mktemp("site-v010")
-    _pip_install(V010_PKG, target)
+    pip_install_offline(V010_PKG, target)
     sys.path.insert(0, str(target))
     yield target
     sys.path.remove(str(target))

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import jax.random as jr
 import pytest
+from conftest import pip_install_offline
 
 import plugins
 
@@ -25,9 +26,7 @@ DIST = "zoo-example-plugin"
 def plugin_path(tmp_path_factory: pytest.TempPathFactory):
     """`tests/plugin_pkg` pip-installed into a temporary directory put on `sys.path`."""
     target = tmp_path_factory.mktemp("site")
-    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    offline = ["--root-user-action=ignore", "--no-deps", "--no-build-isolation", "--no-index"]
-    subprocess.run([*pip, *offline, "--target", str(target), str(PLUGIN_PKG)], check=True)
+    pip_install_offline(PLUGIN_PKG, target)
     sys.path.insert(0, str(target))
     yield target
     sys.path.remove(str(target))
