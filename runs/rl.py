@@ -146,6 +146,37 @@ def collect(
     return actors, rollout, jtu.tree_map(jnp.sum, finished)
 
 
+def replay(
+    model: AbstractActorCritic, rollout: Rollout, key: PRNGKeyArray | None
+) -> tuple[Rollout, PyTree[Array]]:
+    """`rollout` as `model` would have recorded it: the agent run again over its observations
+    from the memory stored before its first frame (masked at episode starts as when acting),
+    with the memories before each step, the values and the log-probabilities of the actions
+    taken recomputed (`key` drives dropout as in acting; `None`: none). Returns the new rollout
+    and the memory after its last frame (not yet masked). Observations, actions, masks and
+    rewards are the recorded ones."""
+    frames = rollout.mask.shape[0]
+    keys = jr.split(key, frames) if key is not None else None
+
+    def body(memory, inputs):
+        obs, mask, action, k = inputs
+        logits, value, after = act(model, obs, masked(memory, mask), k)
+        return after, (memory, value, log_prob(logits, action))
+
+    first = jtu.tree_map(lambda m: m[0], rollout.memory)
+    last, (memory, value, logp) = jax.lax.scan(
+        body, first, (rollout.obs, rollout.mask, rollout.action, keys)
+    )
+    return eqx.tree_at(
+        lambda r: (r.memory, r.value, r.log_prob), rollout, (memory, value, logp)
+    ), last
+
+
+def concatenate(rollouts: list[Rollout]) -> Rollout:
+    """Rollouts of consecutive iterations as one, along the frames (time) axis."""
+    return jtu.tree_map(lambda *xs: jnp.concatenate(xs, axis=0), *rollouts)
+
+
 def gae(
     rollout: Rollout,
     last_value: Float[Array, " envs"],
@@ -247,11 +278,13 @@ __all__ = [
     "Rollout",
     "act",
     "collect",
+    "concatenate",
     "entropy",
     "gae",
     "log_prob",
     "masked",
     "on_devices",
+    "replay",
     "sequences",
     "trainable_leaves",
 ]

@@ -766,12 +766,29 @@ def _select(record: dict, rows: list[dict]) -> dict[str, _Choice] | None:
     return chosen
 
 
+_AXES = {
+    "frames": (
+        "curves.png",
+        "environment frames (every frame acted, by every loop)",
+    ),
+    "updates": (
+        "curves-updates.png",
+        "policy updates (iterations of the loop that trains the policy)",
+    ),
+}
+"""The x axes of an RL sweep's learning curves: the column of `curves.csv`, the figure, and the
+axis label."""
+
+
 def _curves(record: dict, out: Path) -> list[tuple[str | None, str]]:
     """For runs that count environment frames (reinforcement learning): every evaluation of
-    every run against the frames seen, as `curves.csv` and `curves.png` (a line per seed, the
+    every run against the frames seen and against the policy updates made (`curves.csv`;
+    `curves.png` against frames, `curves-updates.png` against updates: a line per seed, the
     mean over seeds in bold; a row of panels per value of the sweep's `x` facet, coloured by its
-    `hue`, where it has both), the learning curves of sample-efficiency claims. Returns the
-    panels drawn, `(x facet value or None, metric)` row by row."""
+    `hue`, where it has both), the learning curves of sample-efficiency claims. An algorithm
+    whose config has `updates_per_step` (e.g. a two-loop one making several policy updates per
+    step) counts that many per step; others one. Returns the panels drawn, `(x facet value or
+    None, metric)` row by row."""
     from .run import read_metrics
 
     points = []
@@ -782,22 +799,54 @@ def _curves(record: dict, out: Path) -> list[tuple[str | None, str]]:
             frames = {
                 r["step"]: r["frames"] for r in rows if r["pool"] == "train" and "frames" in r
             }
+            if not frames:
+                continue
+            per_step = _updates_per_step(directory)
             for r in rows:
                 if r["pool"] != "train" and r["step"] in frames:
                     values = {
                         f"{r['pool']}.{k}": v for k, v in r.items() if k not in ("step", "pool")
                     }
                     points.append(
-                        {"label": run["label"], "seed": seed, "frames": frames[r["step"]], **values}
+                        {
+                            "label": run["label"],
+                            "seed": seed,
+                            "frames": frames[r["step"]],
+                            **({} if per_step is None else {"updates": r["step"] * per_step}),
+                            **values,
+                        }
                     )
     if not points:
         return []
     _write_csv(out / "curves.csv", points)
+    panels = _draw_curves(record, points, "frames", out)
+    if all("updates" in p for p in points):
+        _draw_curves(record, points, "updates", out)
+    return panels
+
+
+def _updates_per_step(directory: Path) -> int | None:
+    """Policy updates per step of the run in `directory`: its algorithm config's
+    `updates_per_step`, 1 if it has none; `None` if its config cannot be read."""
+    from .run import RunError, read_config
+
+    try:
+        algorithm = read_config(directory).algorithm
+    except (RunError, KeyError, TypeError, ValueError):
+        return None
+    return int(getattr(algorithm, "updates_per_step", 1))
+
+
+def _draw_curves(
+    record: dict, points: list[dict], axis: str, out: Path
+) -> list[tuple[str | None, str]]:
+    """One figure of `_curves`, against `axis` (a key of `_AXES`)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    filename, xlabel = _AXES[axis]
     metrics = [m for m in record["metrics"] if any(m in p for p in points)]
     labels = list(dict.fromkeys(p["label"] for p in points))
     # A row of panels per value of the sweep's x facet (e.g. one per level), a colour per
@@ -821,22 +870,22 @@ def _curves(record: dict, out: Path) -> list[tuple[str | None, str]]:
                 name = facets[label].get(hue_facet, label) if x_facet else label
                 color = f"C{(hues.index(name) if name in hues else labels.index(label)) % 10}"
                 mine = [p for p in points if p["label"] == label and metric in p]
-                by_frames: dict[int, list[float]] = {}
+                by_x: dict[int, list[float]] = {}
                 for seed in dict.fromkeys(p["seed"] for p in mine):
-                    line = sorted((p["frames"], p[metric]) for p in mine if p["seed"] == seed)
+                    line = sorted((p[axis], p[metric]) for p in mine if p["seed"] == seed)
                     ax.plot(*zip(*line, strict=True), color=color, alpha=0.3, lw=1)
                     for x, y in line:
-                        by_frames.setdefault(x, []).append(y)
-                xs = sorted(by_frames)
+                        by_x.setdefault(x, []).append(y)
+                xs = sorted(by_x)
                 seeds = len(dict.fromkeys(p["seed"] for p in mine))
                 ax.plot(
                     xs,
-                    [sum(by_frames[x]) / len(by_frames[x]) for x in xs],
+                    [sum(by_x[x]) / len(by_x[x]) for x in xs],
                     color=color,
                     lw=2.5,
                     label=f"{name} (n={seeds})",
                 )
-            ax.set_xlabel("environment frames")
+            ax.set_xlabel(xlabel)
             ax.set_ylabel(metric)
             if group is not None:
                 ax.set_title(f"{x_facet} = {group}", fontsize=9)
@@ -845,7 +894,7 @@ def _curves(record: dict, out: Path) -> list[tuple[str | None, str]]:
     title = record.get("description", "").split(". Paper")[0]
     fig.suptitle(textwrap.fill(title, 110), fontsize=9)
     fig.tight_layout()
-    fig.savefig(out / "curves.png", dpi=110)
+    fig.savefig(out / filename, dpi=110)
     plt.close(fig)
     return [(group, metric) for group in groups for metric in metrics]
 

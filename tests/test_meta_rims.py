@@ -116,3 +116,52 @@ def test_a_meta_rims_run_resumes_exactly(tmp_path):
     for x, y in zip(leaves(load(straight).model), leaves(load(part).model), strict=True):
         assert x.tobytes() == y.tobytes()
     assert read_metrics(straight)[-2]["frames"] == 2 * 8 * 4 * 5
+
+
+# ------------------------------------------------------------------ outer data: reuse
+
+
+def test_reuse_defaults_to_slow_factor_fast_iterations_and_acts_no_new_frame():
+    settings = dataclasses.replace(SMALL, outer_data="reuse", slow_factor=2)
+    assert settings.fast_updates == 2 and dataclasses.replace(SMALL).fast_updates == 1
+    assert settings.frames_per_step == 8 * 4 * 2  # the fast iterations' frames only
+    env, model, algorithm = setup(settings)
+    assert algorithm.inner_updates == 2 and algorithm.slow.settings.frames == 8
+    state = algorithm.init(env, model, jr.key(1))
+    parts = (lambda m: m.agent.cell, lambda m: m.agent.value)
+    before = [leaves(part(state.model)) for part in parts]  # the chunk donates `state`
+    after, metrics = train_chunk(algorithm, env, state, 2)
+    assert int(metrics["frames"][-1]) == 2 * 8 * 4 * 2
+    # Both groups moved; the slow loop's loss is a number (it learned on the reused frames).
+    for part, was in zip(parts, before, strict=True):
+        moved = zip(was, leaves(part(after.model)), strict=True)
+        assert any(not np.array_equal(x, y) for x, y in moved)
+    assert np.all(np.isfinite(metrics["slow_loss"]))
+
+
+def test_replay_under_the_acting_parameters_gives_back_the_rollout():
+    """With the parameters that acted, the replay recomputes the memories, values and
+    log-probabilities the rollout recorded (the recomputation is the same computation)."""
+    from runs.rl import concatenate, replay
+
+    env, model, algorithm = setup()
+    state = algorithm.init(env, model, jr.key(1))
+    collect = eqx.filter_jit(algorithm.fast.collect)
+    actors, first, _ = collect(env, model, state.extra, jr.key(2))
+    actors, second, _ = collect(env, model, actors, jr.key(3))
+    both = concatenate([first, second])
+    assert both.mask.shape == (8, 8)
+    again, last = eqx.filter_jit(replay)(model, both, None)
+    for name in ("value", "log_prob"):
+        np.testing.assert_allclose(getattr(again, name), getattr(both, name), rtol=1e-5, atol=1e-6)
+    for x, y in zip(jax.tree.leaves(again.memory), jax.tree.leaves(both.memory), strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+    for x, y in zip(jax.tree.leaves(last), jax.tree.leaves(actors.memory), strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+
+
+def test_reuse_spans_that_do_not_divide_are_refused():
+    with pytest.raises(ValueError, match=r"--algorithm.outer-data reuse cuts .* 4 frames"):
+        dataclasses.replace(SMALL, outer_data="reuse", inner_updates=1, slow_factor=4)
+    with pytest.raises(ValueError, match="'fresh' or 'reuse'"):
+        dataclasses.replace(SMALL, outer_data="both")  # pyright: ignore[reportArgumentType]

@@ -919,3 +919,40 @@ def test_keep_sets_the_checkpoints_each_run_keeps_and_a_run_resumes_under_anothe
     config = plan(sweep, seeds=(0,), steps=4)[0][2]
     candidates = runs.sweeps._finished_runs([out])
     assert runs.sweeps._reuse(candidates, config, tmp_path / "copy") is not None
+
+
+@pytest.mark.parametrize(("outer_data", "per_step"), [("fresh", 1), ("reuse", 4)])
+def test_rl_curves_are_drawn_against_frames_and_policy_updates(tmp_path, outer_data, per_step):
+    """`curves.csv` holds the policy updates beside the frames (a two-loop algorithm counts its
+    fast iterations per step); `curves-updates.png` draws the runs against them."""
+    import dataclasses
+
+    from runs.run import save_config
+    from runs.sweeps import _curves
+
+    preset = runs.experiments.get_preset("madan2021/doorkey-5x5-meta-rims")
+    config = dataclasses.replace(
+        preset, algorithm=dataclasses.replace(preset.algorithm, outer_data=outer_data)
+    )
+    assert config.algorithm.updates_per_step == per_step
+    record = {
+        "description": "RL",
+        "runs": [{"label": "m", "facets": {}}],
+        "metrics": ["eval.success"],
+        "seeds": [0],
+    }
+    directory = tmp_path / "m" / "seed_0"
+    directory.mkdir(parents=True)
+    save_config(config, directory)
+    frames = config.algorithm.frames_per_step
+    rows = []
+    for step in (1, 2):
+        rows.append({"step": step, "pool": "train", "frames": step * frames})
+        rows.append({"step": step, "pool": "eval", "success": 0.1 * step})
+    (directory / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _curves(record, tmp_path)
+    lines = (tmp_path / "curves.csv").read_text().splitlines()
+    assert lines[0] == "label,seed,frames,updates,eval.success"
+    assert lines[2] == f"m,0,{2 * frames},{2 * per_step},0.2"
+    assert (tmp_path / "curves.png").stat().st_size > 0
+    assert (tmp_path / "curves-updates.png").stat().st_size > 0

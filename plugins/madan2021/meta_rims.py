@@ -24,7 +24,7 @@ from jaxtyping import Array, PRNGKeyArray
 from runs import EvalConfig, PPOConfig, TrainConfig, TrainState
 from runs.algorithms import AbstractAlgorithm
 from runs.algorithms.ppo import PPO, ppo_optimizer, trained_labels
-from runs.rl import on_devices
+from runs.rl import concatenate, on_devices, replay
 from tasks import AbstractEnvironment
 from zoo import AbstractActorCritic, checked_labels
 
@@ -58,20 +58,31 @@ class MetaRIMs(AbstractAlgorithm):
     def step(
         self, task: AbstractEnvironment, state: TrainState
     ) -> tuple[TrainState, dict[str, Array]]:
-        """`inner_updates` fast iterations, then one slow iteration."""
+        """`inner_updates` fast iterations, then one slow iteration (on new frames, or on
+        the fast iterations' frames replayed under the current parameters: `outer_data`)."""
+        reuse = self.settings.outer_data == "reuse"
 
         def local(env, model, opt_state, actors, key):
             fast_state, slow_state = opt_state
             keys = jr.split(key, self.inner_updates + 1)
-            fast_rows = []
+            fast_rows, rollouts = [], []
             for i in range(self.inner_updates):
-                model, fast_state, actors, row = self.fast.iteration(
+                model, fast_state, actors, row, rollout = self.fast.iteration_rollout(
                     env, model, fast_state, actors, keys[i]
                 )
                 fast_rows.append(row)
-            model, slow_state, actors, slow_row = self.slow.iteration(
-                env, model, slow_state, actors, keys[-1]
-            )
+                rollouts.append(rollout)
+            if reuse:  # the fast iterations' frames, as the current parameters see them
+                replay_key, learn_key, last_key = jr.split(keys[-1], 3)
+                rollout, memory = replay(model, concatenate(rollouts), replay_key)
+                model, slow_state, slow_row = self.slow.update(
+                    model, slow_state, rollout, actors, learn_key, last_key, memory
+                )
+                slow_row |= {k: jnp.zeros(()) for k in _EPISODES}  # it acted no episode
+            else:
+                model, slow_state, actors, slow_row = self.slow.iteration(
+                    env, model, slow_state, actors, keys[-1]
+                )
             rows = [*fast_rows, slow_row]
             metrics = {k: jnp.sum(jnp.stack([row[k] for row in rows])) for k in _EPISODES}
             fast = jtu.tree_map(lambda *xs: jnp.mean(jnp.stack(xs)), *fast_rows)
@@ -124,9 +135,10 @@ def make(
             )
     fast = PPOConfig(**{f.name: getattr(settings, f.name) for f in dataclasses.fields(PPOConfig)})
     factor = settings.slow_factor
+    reused = settings.fast_updates * fast.frames  # `reuse`: the fast iterations' frames
     slow = dataclasses.replace(
         fast,
-        frames=fast.frames * factor,
+        frames=reused if settings.outer_data == "reuse" else fast.frames * factor,
         recurrence=fast.recurrence * factor,
         minibatch=fast.minibatch * factor,
     )
@@ -150,7 +162,7 @@ def make(
             mesh=mesh,
             trains=("slow",),
         ),
-        inner_updates=settings.inner_updates,
+        inner_updates=settings.fast_updates,
         settings=settings,
         mesh=mesh,
     )

@@ -58,9 +58,17 @@ def _madan(
     """`agent` on `level` for about `frames` environment frames (`model` and `algorithm`
     override fields of the agent's and the algorithm's settings)."""
     model_name, algorithm_name = MADAN_AGENTS[agent]
-    settings = MetaRIMsConfig() if algorithm_name == "meta-rims" else PPOConfig()
+    if algorithm_name == "meta-rims":
+        # `fresh` runs name their one fast iteration, as the runs committed before
+        # `outer_data` existed saved it (so that `zoo sweep --reuse` finds those).
+        fresh = algorithm.get("outer_data", "fresh") == "fresh"
+        settings = MetaRIMsConfig(**({"inner_updates": 1} if fresh else {}))
+    else:
+        settings = PPOConfig()
     settings = dataclasses.replace(settings, **algorithm)
-    per_call = 4 if algorithm_name == "meta-rims" else 20
+    # Steps per call: 20 PPO iterations; 4 fresh Meta-RIMs steps (1 + 4 iterations' frames
+    # each); 5 reuse steps (4 fast iterations each), so that a run is exactly 1,024,000 frames.
+    per_call = 20 if algorithm_name != "meta-rims" else (4 if settings.fast_updates == 1 else 5)
     block = 4 * per_call  # evaluations and checkpoints at every quarter of the run
     steps = max(block, round(frames / settings.frames_per_step / block) * block)
     task = MADAN_LEVELS[level]
@@ -110,13 +118,27 @@ MADAN_ABLATIONS = {
         _madan("doorkey-5x5", "rims", model={"split": "attention"}, slow_lr_factor=0.25),
     ),
 }
+MADAN_OUTER_DATA = {
+    "meta-rims-reuse": (
+        "Meta-RIMs with the slow loop on the fast loop's frames (outer_data reuse, 4 fast "
+        "iterations per step: 400 policy updates in 1,024,000 frames, as PPO's)",
+        _madan("doorkey-5x5", "meta-rims", outer_data="reuse"),
+    ),
+    "meta-lstm-reuse": (
+        "meta-LSTM with the slow loop on the fast loop's frames (outer_data reuse)",
+        _madan("doorkey-5x5", "meta-lstm", outer_data="reuse"),
+    ),
+}
+"""The two readings of the slow loop's data (`MetaRIMsConfig.outer_data`) beside the `fresh`
+presets above."""
+
 PRESETS.update(
     {
         f"madan2021/doorkey-5x5-{label}": (
             f"Madan et al. 2021: {words}, DoorKey-5x5, {MADAN_CPU_FRAMES:,} frames (CPU scale)",
             config,
         )
-        for label, (words, config) in MADAN_ABLATIONS.items()
+        for label, (words, config) in {**MADAN_ABLATIONS, **MADAN_OUTER_DATA}.items()
     }
 )
 
@@ -168,10 +190,33 @@ def _madan_ablations() -> Sweep:
     )
 
 
+def _madan_outer_data() -> Sweep:
+    labels = ("lstm", "rims", "meta-rims", "meta-lstm")
+    runs = [
+        SweepRun(label, get_preset(madan_preset("doorkey-5x5", label)), {"variant": label})
+        for label in labels
+    ]
+    runs += [
+        SweepRun(label, config, {"variant": label})
+        for label, (_, config) in MADAN_OUTER_DATA.items()
+    ]
+    return Sweep(
+        "Madan et al. 2021 on DoorKey-5x5, the two readings of the slow loop's data: fresh "
+        "frames (Alg. 1 line 8) against the fast loop's own (Section 2.2), beside the LSTM and "
+        f"RIMs baselines, {MADAN_CPU_FRAMES:,} frames per run (CPU scale); curves against "
+        "frames (curves.png) and policy updates (curves-updates.png). Paper (plots only): "
+        "Meta-RIMs learns fastest",
+        tuple(runs),
+        metrics=("eval.success", "eval.return"),
+        x="variant",
+    )
+
+
 SWEEPS: dict[str, Sweep] = {
     "madan2021/fig3-cpu": _madan_fig3(tuple(MADAN_LEVELS), ("lstm", "rims", "meta-rims")),
     "madan2021/doorkey-cpu": _madan_fig3(("doorkey-5x5",), ("lstm", "rims", "meta-rims")),
     "madan2021/ablations-cpu": _madan_ablations(),
+    "madan2021/outer-data-cpu": _madan_outer_data(),
 }
 
 

@@ -156,6 +156,11 @@ class PPOConfig:
                 )
 
     @property
+    def updates_per_step(self) -> int:
+        """Policy updates (PPO iterations that train the policy) in one step: 1."""
+        return 1
+
+    @property
     def frames_per_step(self) -> int:
         """Environment frames of one iteration."""
         return self.envs * self.frames

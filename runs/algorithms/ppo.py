@@ -242,14 +242,47 @@ class PPO(AbstractAlgorithm):
         """One iteration on this device's environments (inside the mesh's `shard_map`): act,
         then learn. Metrics: the losses averaged over the devices, the finished episodes'
         statistics summed over them."""
+        model, opt_state, actors, metrics, _ = self.iteration_rollout(
+            env, model, opt_state, actors, key
+        )
+        return model, opt_state, actors, metrics
+
+    def iteration_rollout(
+        self,
+        env: AbstractEnvironment,
+        model: AbstractActorCritic,
+        opt_state: PyTree,
+        actors: Actors,
+        key: PRNGKeyArray,
+    ) -> tuple[AbstractActorCritic, PyTree, Actors, dict[str, Array], Rollout]:
+        """`iteration`, also returning the rollout it acted (e.g. for another loop to learn
+        from)."""
         act_key, learn_key, last_key = jr.split(key, 3)
         actors, rollout, finished = self.collect(env, model, actors, act_key)
-        _, last_value, _ = act(model, actors.obs, masked(actors.memory, actors.mask), last_key)
+        model, opt_state, metrics = self.update(
+            model, opt_state, rollout, actors, learn_key, last_key
+        )
+        return model, opt_state, actors, metrics | jax.lax.psum(finished, AXIS), rollout
+
+    def update(
+        self,
+        model: AbstractActorCritic,
+        opt_state: PyTree,
+        rollout: Rollout,
+        actors: Actors,
+        learn_key: PRNGKeyArray,
+        last_key: PRNGKeyArray,
+        last_memory: PyTree[Array] | None = None,
+    ) -> tuple[AbstractActorCritic, PyTree, dict[str, Array]]:
+        """Learn from `rollout`, whose next observation is `actors`' (its memory
+        `last_memory`, by default `actors.memory`): GAE, sequences, `learn`. The losses
+        averaged over the devices."""
+        memory = actors.memory if last_memory is None else last_memory
+        _, last_value, _ = act(model, actors.obs, masked(memory, actors.mask), last_key)
         advantage, returns = self.advantages(rollout, last_value, actors.mask)
         data = self.sequences(rollout, advantage, returns)
         model, opt_state, metrics = self.learn(model, opt_state, data, learn_key)
-        metrics = jax.lax.pmean(metrics, AXIS)
-        return model, opt_state, actors, metrics | jax.lax.psum(finished, AXIS)
+        return model, opt_state, jax.lax.pmean(metrics, AXIS)
 
     def step(
         self, task: AbstractEnvironment, state: TrainState
