@@ -333,11 +333,20 @@ def _reuse(
 
 def _same_run(saved: TrainConfig, want: TrainConfig) -> bool:
     """Whether a run saved with config `saved` trained the resolved config `want` (seed and
-    steps included, the checkpoints kept not): the algorithm is compared only where `want` names one (left unnamed, it is
-    chosen from the task and model, which are compared)."""
+    steps included, the checkpoints kept not): the algorithm is compared only where `want`
+    names one (left unnamed, it is chosen from the task and model, which are compared), the
+    plugins' sources only by distribution."""
     if not want.algorithm_name:
         saved = dataclasses.replace(saved, algorithm_name="", algorithm=want.algorithm)
     saved = dataclasses.replace(saved, run=dataclasses.replace(saved.run, keep=want.run.keep))
+    # The plugins' sources: the same distribution where both record one (its version may
+    # differ: the numbers are checked by the fingerprints, not here); runs saved before sources
+    # were recorded have none.
+    for field in ("task_source", "model_source"):
+        mine, theirs = getattr(saved, field), getattr(want, field)
+        if mine is not None and theirs is not None and mine.dist != theirs.dist:
+            return False
+        saved = dataclasses.replace(saved, **{field: theirs})
     return saved == want
 
 

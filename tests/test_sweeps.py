@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 import os
+import pathlib
 import re
 import sys
 import types
@@ -932,7 +933,8 @@ def test_rl_curves_are_drawn_against_frames_and_policy_updates(tmp_path, outer_d
 
     preset = runs.experiments.get_preset("madan2021/doorkey-5x5-meta-rims")
     config = dataclasses.replace(
-        preset, algorithm=dataclasses.replace(preset.algorithm, outer_data=outer_data)
+        preset,
+        algorithm=dataclasses.replace(preset.algorithm, outer_data=outer_data, inner_updates=None),
     )
     assert config.algorithm.updates_per_step == per_step
     record = {
@@ -956,3 +958,23 @@ def test_rl_curves_are_drawn_against_frames_and_policy_updates(tmp_path, outer_d
     assert lines[2] == f"m,0,{2 * frames},{2 * per_step},0.2"
     assert (tmp_path / "curves.png").stat().st_size > 0
     assert (tmp_path / "curves-updates.png").stat().st_size > 0
+
+
+def test_a_run_saved_before_sources_were_recorded_is_reused():
+    """The committed Madan runs (0.1, no `task_source`/`model_source`) match their presets."""
+    import dataclasses
+
+    from runs.run import resolve
+    from runs.sweeps import _finished_runs, _same_run
+
+    repo = pathlib.Path(__file__).resolve().parents[1]
+    found = dict(_finished_runs([repo / "docs/figures/madan2021-doorkey-cpu"]))
+    saved = next(c for d, c in found.items() if d.parts[-2:] == ("doorkey-5x5-lstm", "seed_1"))
+    assert saved.task_source is None
+    preset = runs.experiments.get_preset("madan2021/doorkey-5x5-lstm")
+    want = resolve(dataclasses.replace(preset, run=dataclasses.replace(preset.run, seed=1)))
+    assert want.task_source is not None and _same_run(saved, want)
+    elsewhere = dataclasses.replace(
+        saved, task_source=dataclasses.replace(want.task_source, dist="x")
+    )
+    assert not _same_run(elsewhere, want)  # another distribution's task of the same name
