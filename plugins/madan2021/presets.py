@@ -58,17 +58,21 @@ def _madan(
     """`agent` on `level` for about `frames` environment frames (`model` and `algorithm`
     override fields of the agent's and the algorithm's settings)."""
     model_name, algorithm_name = MADAN_AGENTS[agent]
+    settings: MetaRIMsConfig | PPOConfig
     if algorithm_name == "meta-rims":
         # `fresh` runs name their one fast iteration, as the runs committed before
         # `outer_data` existed saved it (so that `zoo sweep --reuse` finds those).
         fresh = algorithm.get("outer_data", "fresh") == "fresh"
-        settings = MetaRIMsConfig(**({"inner_updates": 1} if fresh else {}))
+        settings = MetaRIMsConfig(inner_updates=1) if fresh else MetaRIMsConfig()
     else:
         settings = PPOConfig()
     settings = dataclasses.replace(settings, **algorithm)
     # Steps per call: 20 PPO iterations; 4 fresh Meta-RIMs steps (1 + 4 iterations' frames
     # each); 5 reuse steps (4 fast iterations each), so that a run is exactly 1,024,000 frames.
-    per_call = 20 if algorithm_name != "meta-rims" else (4 if settings.fast_updates == 1 else 5)
+    if isinstance(settings, MetaRIMsConfig):
+        per_call = 4 if settings.fast_updates == 1 else 5
+    else:
+        per_call = 20
     block = 4 * per_call  # evaluations and checkpoints at every quarter of the run
     steps = max(block, round(frames / settings.frames_per_step / block) * block)
     task = MADAN_LEVELS[level]
