@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import jax.random as jr
 import jax.tree_util as jtu
 from jax.sharding import Mesh, PartitionSpec
-from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
+from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree, UInt32
 
 from tasks import AbstractEnvironment, autoreset_step
 from zoo import AbstractActorCritic, checked_labels
@@ -57,11 +57,22 @@ class Rollout(eqx.Module):
     reward: Float[Array, "frames envs"]
     """Scaled rewards (`reward_scale`)."""
     log_prob: Float[Array, "frames envs"]
+    key: UInt32[Array, "frames envs 2"] | None = None
+    """The raw data (`jax.random.key_data`) of the key each environment's step acted with,
+    where recorded (`collect(..., record_keys=True)`), for a loss that replays its dropout."""
 
 
 def masked(memory: PyTree[Array], mask: Float[Array, " envs"]) -> PyTree[Array]:
     """`memory * mask`, the mask broadcast over each leaf's trailing axes."""
     return jtu.tree_map(lambda m: m * mask.reshape(mask.shape + (1,) * (m.ndim - 1)), memory)
+
+
+def reset(
+    model: AbstractActorCritic, memory: PyTree[Array], mask: Float[Array, " envs"]
+) -> PyTree[Array]:
+    """A batch of memories to act on: each environment's where `mask` is 1, the agent's
+    initial memory where it is 0 (`model.reset_memory`, vmapped)."""
+    return jax.vmap(model.reset_memory)(memory, mask)
 
 
 def act(
@@ -76,6 +87,19 @@ def act(
         return jax.vmap(lambda f, m: model.step(f, m))(features, memory)
     keys = jr.split(key, jtu.tree_leaves(obs)[0].shape[0])
     return jax.vmap(lambda f, m, k: model.step(f, m, key=k))(features, memory, keys)
+
+
+def act_with(
+    model: AbstractActorCritic,
+    obs: dict[str, Array],
+    memory: PyTree[Array],
+    keys: UInt32[Array, "envs 2"],
+) -> tuple[Float[Array, "envs actions"], Float[Array, " envs"], PyTree[Array]]:
+    """As `act`, each environment with the key whose data `keys` holds (as recorded by
+    `collect(..., record_keys=True)`): the same dropout as when it acted."""
+    features = model.encode_batch(obs)
+    typed = jr.wrap_key_data(keys)
+    return jax.vmap(lambda f, m, k: model.step(f, m, key=k))(features, memory, typed)
 
 
 def log_prob(logits: Float[Array, "*b actions"], action: Int[Array, "*b"]) -> Float[Array, "*b"]:
@@ -98,18 +122,20 @@ def collect(
     *,
     frames: int,
     reward_scale: float = 1.0,
+    record_keys: bool = False,
 ) -> tuple[Actors, Rollout, dict[str, Array]]:
     """Act `frames` steps in every environment of `actors` with the agent's policy (episodes
     that end are replaced by fresh ones at once, the memory reset by the mask); the new
-    actors, the rollout (rewards times `reward_scale`) and the sums of the finished episodes'
-    statistics (`episodes`, `return_sum`, `success_sum`, `length_sum`, unscaled)."""
+    actors, the rollout (rewards times `reward_scale`; with `record_keys`, the key of every
+    environment's every step) and the sums of the finished episodes' statistics (`episodes`,
+    `return_sum`, `success_sum`, `length_sum`, unscaled)."""
     n = actors.mask.shape[0]
     scale = reward_scale
 
     def body(actors: Actors, key):
         policy_key, action_key, env_key = jr.split(key, 3)
         logits, value, memory = act(
-            model, actors.obs, masked(actors.memory, actors.mask), policy_key
+            model, actors.obs, reset(model, actors.memory, actors.mask), policy_key
         )
         action = jr.categorical(action_key, logits)
         env_state, obs, reward, done, success = jax.vmap(autoreset_step, in_axes=(None, 0, 0, 0))(
@@ -123,6 +149,7 @@ def collect(
             value=value,
             reward=reward * scale,
             log_prob=log_prob(logits, action),
+            key=jr.key_data(jr.split(policy_key, n)) if record_keys else None,
         )
         ret = actors.episode_return + reward
         length = actors.episode_length + 1
@@ -152,15 +179,21 @@ def replay(
     """`rollout` as `model` would have recorded it: the agent run again over its observations
     from the memory stored before its first frame (masked at episode starts as when acting),
     with the memories before each step, the values and the log-probabilities of the actions
-    taken recomputed (`key` drives dropout as in acting; `None`: none). Returns the new rollout
-    and the memory after its last frame (not yet masked). Observations, actions, masks and
-    rewards are the recorded ones."""
+    taken recomputed (`key` drives dropout as in acting, or the keys the rollout recorded
+    where it has them; `None`: none). Returns the new rollout and the memory after its last
+    frame (not yet masked). Observations, actions, masks and rewards are the recorded ones."""
     frames = rollout.mask.shape[0]
-    keys = jr.split(key, frames) if key is not None else None
+    if rollout.key is not None:
+        keys = rollout.key
+    else:
+        keys = jr.split(key, frames) if key is not None else None
 
     def body(memory, inputs):
         obs, mask, action, k = inputs
-        logits, value, after = act(model, obs, masked(memory, mask), k)
+        if rollout.key is not None:
+            logits, value, after = act_with(model, obs, reset(model, memory, mask), k)
+        else:
+            logits, value, after = act(model, obs, reset(model, memory, mask), k)
         return after, (memory, value, log_prob(logits, action))
 
     first = jtu.tree_map(lambda m: m[0], rollout.memory)
@@ -222,19 +255,22 @@ def sequences(
         "advantage": advantage,
         "returns": returns,
     }
+    if rollout.key is not None:
+        data["key"] = rollout.key
     data = jtu.tree_map(cut, data)
     data["memory"] = jtu.tree_map(lambda m: cut(m)[:, 0], rollout.memory)
     return data
 
 
 def trainable_leaves(model: AbstractActorCritic, trains: tuple[str, ...] | None) -> PyTree:
-    """`True` at the floating-point leaves of `model` labelled one of `trains` (all of
-    them for `None`)."""
+    """`True` at the floating-point leaves of `model` labelled one of `trains`, and at those
+    it shares between timescales (`model.shared_leaves()`); all of them for `None`."""
     if trains is None:
         return jtu.tree_map(eqx.is_inexact_array, model)
     return jtu.tree_map(
-        lambda label, leaf: label in trains and eqx.is_inexact_array(leaf),
+        lambda label, shared, leaf: (label in trains or shared) and eqx.is_inexact_array(leaf),
         checked_labels(model),
+        model.shared_leaves(),
         model,
     )
 

@@ -135,3 +135,28 @@ def make_fast_slow_agent(config: TinyAgentConfig, *, io: IOSpec, key) -> FastSlo
 fast_slow_agent = ModelSpec(
     "toy-fast-slow-agent", TinyAgentConfig, "rl_toys:make_fast_slow_agent", "a test agent"
 )
+
+
+class NoisyAgent(TinyAgent):
+    """`TinyAgent` whose logits take noise from the key (dropout's stand-in) and whose initial
+    memory is learned (`reset_memory` resets to it)."""
+
+    start: jax.Array
+
+    def __init__(self, io: IOSpec, hidden: int, *, key):
+        super().__init__(io, hidden, key=key)
+        self.start = jr.normal(jr.fold_in(key, 1), (hidden,))
+
+    def initial_memory(self):
+        return {"h": self.start, "count": jnp.zeros(())}
+
+    def reset_memory(self, memory, mask):
+        return jtu.tree_map(
+            lambda m, start: jnp.where(mask > 0, m, start), memory, self.initial_memory()
+        )
+
+    def __call__(self, obs, memory, *, key=None):
+        logits, value, memory = super().__call__(obs, memory)
+        if key is not None:
+            logits = logits + jr.normal(key, logits.shape)
+        return logits, value, memory

@@ -239,3 +239,44 @@ def test_registered():
     assert entry_points["rims-agent"] == "plugins.builtin:rims_agent"
     assert builtin.lstm_agent.load() is make_lstm and builtin.lstm_agent.config is LSTMAgentConfig
     assert builtin.rims_agent.load() is make_rims and builtin.rims_agent.config is RIMsAgentConfig
+
+
+def test_the_rims_options_reach_the_cell_and_a_learned_start_resets_the_memory():
+    agent = _agent(
+        "rims",
+        initial_state="learned",
+        query_bias=True,
+        score_noise=0.25,
+        input_attention="modules",
+    )
+    core = agent.core
+    assert isinstance(core, RIMCell)
+    assert core.learned_initial_state and core.query_bias is not None
+    assert core.score_noise == 0.25 and core.input_attention == "modules"
+    h0, c0 = agent.initial_memory()
+    memory = (jnp.ones_like(h0), jnp.ones_like(c0))
+    kept = agent.reset_memory(memory, jnp.array(1.0))
+    started = agent.reset_memory(memory, jnp.array(0.0))
+    assert np.array_equal(np.asarray(kept[0]), np.ones(h0.shape))
+    assert np.array_equal(np.asarray(started[0]), np.asarray(h0))
+    assert np.array_equal(np.asarray(started[1]), np.asarray(c0))
+    # Without a learned start, the reset is `memory * mask`, as before.
+    plain = _agent("rims")
+    zeroed = plain.reset_memory(memory, jnp.array(0.0))
+    assert not np.any(np.asarray(zeroed[0]))
+    with pytest.raises(ValueError, match="score_noise"):
+        RIMsAgentConfig(score_noise=-0.1)
+
+
+def test_encoders_both_are_shared_by_the_fast_and_the_slow_loop():
+    from runs.rl import trainable_leaves
+
+    agent = _agent("rims", encoders="both")
+    shared = agent.shared_leaves()
+    assert shared.image.conv1.weight and shared.instruction.gru.weight_hh
+    assert not shared.core.cell_weight and not shared.critic.hidden.weight
+    fast, slow = trainable_leaves(agent, ("fast",)), trainable_leaves(agent, ("slow",))
+    assert fast.image.conv1.weight and slow.image.conv1.weight
+    assert fast.core.cell_weight and not slow.core.cell_weight
+    assert slow.critic.hidden.weight and not fast.critic.hidden.weight
+    assert not any(jax.tree.leaves(_agent("rims").shared_leaves()))

@@ -165,3 +165,13 @@ def test_reuse_spans_that_do_not_divide_are_refused():
         dataclasses.replace(SMALL, outer_data="reuse", inner_updates=1, slow_factor=4)
     with pytest.raises(ValueError, match="'fresh' or 'reuse'"):
         dataclasses.replace(SMALL, outer_data="both")  # pyright: ignore[reportArgumentType]
+
+
+def test_the_fast_loop_can_leave_the_value_loss_to_the_slow_one():
+    _, _, algorithm = setup(dataclasses.replace(SMALL, fast_value_loss=False))
+    assert isinstance(algorithm, MetaRIMs)
+    assert algorithm.fast.settings.value_coef == 0.0
+    assert algorithm.slow.settings.value_coef == SMALL.value_coef > 0
+    _, _, default = setup()
+    assert isinstance(default, MetaRIMs)
+    assert default.fast.settings.value_coef == SMALL.value_coef

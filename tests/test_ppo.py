@@ -277,3 +277,53 @@ def test_slow_leaves_move_at_a_fraction_of_the_rate():
         strict=True,
     ):
         np.testing.assert_allclose(same, full, rtol=1e-5, atol=1e-9)
+
+
+def _first_epoch_kl(dropout_keys: str) -> float:
+    """The PPO loss's approximate KL on a whole rollout, before any update, for an agent
+    whose policy takes noise from its key."""
+    env = rl_toys.Corridor(4)
+    model = rl_toys.NoisyAgent(env.io, 4, key=jr.key(0))
+    ppo = algorithm(dataclasses.replace(SMALL, dropout_keys=dropout_keys))
+    state = ppo.init(env, model, jr.key(1))
+    _, rollout, _ = eqx.filter_jit(ppo.collect)(env, model, state.extra, jr.key(2))
+    assert (rollout.key is not None) == (dropout_keys == "acting")
+    data = ppo.sequences(rollout, rollout.value, rollout.value)
+    batch = {k: jnp.swapaxes(v, 0, 1) for k, v in data.items() if k not in ("memory", "obs")}
+    batch["obs"] = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), data["obs"])
+    batch["memory"] = data["memory"]
+    _, metrics = eqx.filter_jit(ppo.loss)(model, batch, jr.key(3))
+    return float(metrics["approx_kl"])
+
+
+def test_with_the_acting_keys_the_loss_recomputes_the_acting_policy():
+    """`dropout_keys="acting"`: the loss sees the noise the agent acted with (ratio 1 before
+    any update); fresh keys draw other noise."""
+    assert abs(_first_epoch_kl("acting")) < 1e-6
+    assert abs(_first_epoch_kl("fresh")) > 1e-3
+
+
+def test_a_learned_initial_memory_is_where_episodes_start():
+    env = rl_toys.Corridor(4)
+    model = rl_toys.NoisyAgent(env.io, 4, key=jr.key(0))
+    ppo = algorithm(dataclasses.replace(SMALL, frames=12))
+    state = ppo.init(env, model, jr.key(1))
+    actors, rollout, finished = eqx.filter_jit(ppo.collect)(env, model, state.extra, jr.key(2))
+    assert finished["episodes"] > 0
+    # The step after an episode ended ran from the learned start: its memory's count is 1.
+    mask = np.asarray(rollout.mask)
+    count = np.asarray(rollout.memory["count"])
+    starts = np.argwhere(mask[:-1] == 0)
+    assert len(starts) and all(count[t + 1, e] == 1 for t, e in starts)
+    # And the gradient of the loss reaches it.
+    data = ppo.sequences(rollout, rollout.value + 1.0, rollout.value + 1.0)
+    batch = {k: jnp.swapaxes(v, 0, 1) for k, v in data.items() if k not in ("memory", "obs")}
+    batch["obs"] = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), data["obs"])
+    batch["memory"] = data["memory"]
+    grads = eqx.filter_grad(lambda m: ppo.loss(m, batch, jr.key(3))[0])(model)
+    assert float(jnp.max(jnp.abs(grads.start))) > 0
+
+
+def test_bad_dropout_keys_are_refused():
+    with pytest.raises(ValueError, match="dropout_keys"):
+        PPOConfig(dropout_keys="same")  # pyright: ignore[reportArgumentType]

@@ -137,3 +137,98 @@ def test_initialization():
 def test_bad_settings_raise(options):
     with pytest.raises(ValueError, match="RIMCell"):
         _cell(**options)
+
+
+# ---------------------------------------------------------------- modules that can win back
+
+
+def test_the_symmetry_breaking_options_leave_the_reference_cell_as_it_was():
+    """Off, the options add no leaf and draw no randomness the cell had before them."""
+    plain = _cell()
+    assert plain.query_bias is None and plain.initial_h is None and plain.initial_c is None
+    for options in (
+        dict(query_bias=True),
+        dict(initial_state="learned"),
+        dict(score_noise=0.5),
+        dict(input_attention="modules"),
+    ):
+        cell = _cell(**options)
+        for name in ("input_query", "input_key_value", "cell_weight", "cell_bias", "comm_qkv"):
+            for a, b in zip(
+                jax.tree.leaves(getattr(plain, name)), jax.tree.leaves(getattr(cell, name))
+            ):
+                assert np.array_equal(np.asarray(a), np.asarray(b)), (options, name)
+
+
+def test_a_zero_state_scores_zero_and_a_query_bias_makes_it_score_by_the_input():
+    x, _ = _inputs(8, seed=3)
+    zeros = (jnp.zeros((N, H)), jnp.zeros((N, H)))
+    plain, biased = _cell(), _cell(query_bias=True)
+    _, mask = jax.vmap(lambda x: plain(x, zeros))(x)
+    # Every module ties at 0: the lowest indices win on every input.
+    assert np.all(np.asarray(mask)[:, :K]) and not np.any(np.asarray(mask)[:, K:])
+    _, mask = jax.vmap(lambda x: biased(x, zeros))(x)
+    assert len({tuple(row) for row in np.asarray(mask)}) > 1  # the winners depend on x
+    assert np.all(np.asarray(mask).sum(axis=1) == K)
+
+
+def test_a_learned_initial_state_is_the_start_and_gets_a_gradient():
+    cell = _cell(initial_state="learned")
+    h0, c0 = cell.initial_state()
+    assert h0.shape == c0.shape == (N, H) and float(jnp.max(jnp.abs(h0))) > 0
+    assert bool(jnp.all(jnp.abs(h0) <= 1 / math.sqrt(H)))
+    x, _ = _inputs(1, seed=4)
+
+    def loss(cell):
+        (h, c), _ = cell(x[0], cell.initial_state())
+        return jnp.sum(h**2) + jnp.sum(c**2)
+
+    grads = eqx.filter_grad(loss)(cell)
+    assert float(jnp.max(jnp.abs(grads.initial_h))) > 0
+    assert float(jnp.max(jnp.abs(grads.initial_c))) > 0
+    labels = cell.labels(modules="fast", attention="slow")
+    assert labels.initial_h == labels.initial_c == labels.cell_weight == "fast"
+
+
+def test_score_noise_acts_only_with_a_key():
+    x, state = _inputs(32, seed=5)
+    plain, noisy = _cell(), _cell(score_noise=10.0)
+    run = lambda cell, key: jax.vmap(lambda x, s: cell(x, s, key=key))(x, state)  # noqa: E731
+    _, reference = run(plain, None)
+    _, greedy = run(noisy, None)
+    assert np.array_equal(np.asarray(reference), np.asarray(greedy))
+    _, sampled = run(noisy, jr.key(7))
+    sampled = np.asarray(sampled)
+    assert np.all(sampled.sum(axis=1) == K)
+    assert not np.array_equal(sampled, np.asarray(reference))
+
+
+def test_the_rl_codes_input_attention_is_a_sparse_softmax_across_modules():
+    x, (h, c) = _inputs(4, seed=6)
+    cell = _cell(input_attention="modules", dropout=0.0)
+    for b in range(4):
+        score = _scores(cell, x[b], h[b])
+        weight = np.asarray(cell._sparse_across_modules(score))
+        softmax = np.asarray(jax.nn.softmax(score))
+        delta = np.sort(softmax)[::-1][K] + 1e-7
+        expected = np.maximum(softmax - delta, 0)
+        np.testing.assert_allclose(weight, expected / (expected.sum() + 1e-7), rtol=1e-5)
+        assert np.count_nonzero(weight) == K and abs(weight.sum() - 1) < 1e-3
+        # The winners of the top-k are those with weight, as with the null slot.
+        _, mask = cell(x[b], (h[b], c[b]))
+        assert set(np.flatnonzero(np.asarray(mask))) == set(np.flatnonzero(weight))
+    everyone = _cell(input_attention="modules", top_k=N)
+    score = _scores(everyone, x[0], h[0])
+    np.testing.assert_allclose(
+        np.asarray(everyone._sparse_across_modules(score)), np.asarray(jax.nn.softmax(score))
+    )
+
+
+@pytest.mark.parametrize(
+    "options",
+    [dict(score_noise=-1.0), dict(initial_state="random"), dict(input_attention="softmax")],
+    ids=str,
+)
+def test_bad_symmetry_breaking_settings_raise(options):
+    with pytest.raises(ValueError, match="RIMCell"):
+        _cell(**options)

@@ -182,6 +182,19 @@ class AbstractActorCritic(AbstractLearner):
         key=key)`."""
         return self(features, memory, key=key)
 
+    def reset_memory(self, memory: PyTree[Array], mask: Float[Array, ""]) -> PyTree[Array]:
+        """The memory to act on in one environment: `memory` where `mask` is 1, the start of an
+        episode where it is 0 (the step after an episode ended). By default `memory * mask`,
+        right for an initial memory of zeros; an agent whose `initial_memory()` is not zeros
+        (e.g. learned) overrides it, and the algorithms reset through it."""
+        return jtu.tree_map(lambda m: m * mask, memory)
+
+    def shared_leaves(self) -> PyTree[bool]:
+        """`True` at the leaves that every timescale of a two-timescale algorithm trains, in
+        the fast loop and in the slow one, whatever their label (e.g. encoders shared by both
+        loops); by default none."""
+        return jtu.tree_map(lambda _: False, self)
+
 
 class AbstractModuleActivity(eqx.Module):
     """Capability: an agent made of modules that are active or not at each step (e.g. RIMs'

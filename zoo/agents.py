@@ -29,7 +29,8 @@ height, width, channels (PyTorch: channels first), a fixed permutation of the fe
 Fast and slow leaves (`labels()`, B4): the actor head is fast and the critic head slow; with
 the RIM core, split `"meta"` makes the module cells fast and both attentions slow, split
 `"flip"` the reverse (Meta-RIMs' "metaFlip" ablation); with the LSTM core ("meta-LSTM") the
-whole LSTM is fast. The encoders are slow, or fast with `encoders="fast"`.
+whole LSTM is fast. The encoders are slow, fast with `encoders="fast"`, or trained by both loops
+with `encoders="both"` (`shared_leaves`).
 """
 
 import math
@@ -277,9 +278,9 @@ class ActorCritic(AbstractActorCritic, AbstractModuleActivity):
                 f"ActorCritic: split={self.split!r} divides the RIMs' attentions from their "
                 "module cells; it needs a RIMs core, not an LSTM."
             )
-        if self.encoders not in ("slow", "fast"):
+        if self.encoders not in ("slow", "fast", "both"):
             raise ValueError(
-                f"ActorCritic: encoders must be 'slow' or 'fast', got {self.encoders!r}."
+                f"ActorCritic: encoders must be 'slow', 'fast' or 'both', got {self.encoders!r}."
             )
 
     def initial_memory(
@@ -290,6 +291,27 @@ class ActorCritic(AbstractActorCritic, AbstractModuleActivity):
             return self.core.initial_state()
         zeros = jnp.zeros((self.core.hidden_size,))
         return zeros, zeros
+
+    def reset_memory(self, memory: PyTree[Array], mask: Float[Array, ""]) -> PyTree[Array]:
+        """`memory` where `mask` is 1, `initial_memory()` where it is 0: the RIMs' learned
+        initial state with `initial_state="learned"`, zeros otherwise (`memory * mask`)."""
+        if isinstance(self.core, RIMCell) and self.core.learned_initial_state:
+            return jtu.tree_map(
+                lambda m, start: jnp.where(mask > 0, m, start), memory, self.initial_memory()
+            )
+        return jtu.tree_map(lambda m: m * mask, memory)
+
+    def shared_leaves(self) -> PyTree[bool]:
+        """`True` at the encoders with `encoders="both"` (trained by the fast and the slow
+        loop), `False` everywhere else."""
+        shared = jtu.tree_map(lambda _: False, self)
+        if self.encoders != "both":
+            return shared
+        true = lambda tree: jtu.tree_map(lambda _: True, tree)  # noqa: E731
+        shared = eqx.tree_at(lambda m: m.image, shared, true(self.image))
+        if self.instruction is not None:
+            shared = eqx.tree_at(lambda m: m.instruction, shared, true(self.instruction))
+        return shared
 
     def __call__(
         self,
@@ -363,8 +385,8 @@ class ActorCritic(AbstractActorCritic, AbstractModuleActivity):
         """`"fast"` at the actor head and the core's fast part (the module cells with split
         `"meta"`, the attentions with `"flip"`, the whole LSTM), and at the encoders with
         `encoders="fast"`; `"slow"` everywhere else (the critic head, the core's other part,
-        the encoders by default). With split `"attention"` only the RIMs' attentions are
-        slow."""
+        the encoders by default and with `encoders="both"`, where `shared_leaves()` adds them
+        to the fast loop). With split `"attention"` only the RIMs' attentions are slow."""
         spec = jtu.tree_map(lambda _: SLOW, self)
         fast = lambda tree: jtu.tree_map(lambda _: FAST, tree)  # noqa: E731
         if self.split == "attention":  # only the attentions slow (the slowLR ablation)
@@ -460,6 +482,10 @@ def make_rims(config: RIMsAgentConfig, *, io: IOSpec, key: PRNGKeyArray) -> Acto
         comm_key_size=config.comm_key_size,
         dropout=config.dropout,
         communication=config.communication,
+        initial_state=config.initial_state,
+        query_bias=config.query_bias,
+        score_noise=config.score_noise,
+        input_attention=config.input_attention,
         key=k_core,
     )
     memory = config.num_modules * config.hidden

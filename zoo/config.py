@@ -134,16 +134,20 @@ class MetaSeq2SeqConfig:
             raise ValueError(f"model.dropout must be in [0, 1), got {self.dropout}.")
 
 
-AgentEncoders = Literal["slow", "fast"]
+AgentEncoders = Literal["slow", "fast", "both"]
 RIMsSplit = Literal["meta", "flip", "attention"]
+RIMsInitialState = Literal["zeros", "learned"]
+RIMsInputAttention = Literal["null-slot", "modules"]
 
 
 def _check_agent(config) -> None:
     _positive("image_dim", config.image_dim, "BabyAI uses --model.image-dim 128.")
     _positive("instr_dim", config.instr_dim, "BabyAI uses --model.instr-dim 128.")
     _positive("head_hidden", config.head_hidden, "BabyAI uses --model.head-hidden 64.")
-    if config.encoders not in ("slow", "fast"):
-        raise ValueError(f"model.encoders must be 'slow' or 'fast', got {config.encoders!r}.")
+    if config.encoders not in ("slow", "fast", "both"):
+        raise ValueError(
+            f"model.encoders must be 'slow', 'fast' or 'both', got {config.encoders!r}."
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,7 +165,8 @@ class LSTMAgentConfig:
     head_hidden: int = 64
     """Width of the actor's and the critic's hidden layer."""
     encoders: AgentEncoders = "slow"
-    """The timescale of the image and instruction encoders in two-timescale training."""
+    """The timescale of the image and instruction encoders in two-timescale training: "slow",
+    "fast", or "both" (trained by the fast and the slow loop)."""
 
     def __post_init__(self):
         _positive("memory", self.memory, "BabyAI uses --model.memory 128.")
@@ -204,7 +209,21 @@ class RIMsAgentConfig:
     attentions slow, everything else fast: for the slowLR ablation, one PPO loop with
     `--algorithm.slow-lr-factor 0.25`)."""
     encoders: AgentEncoders = "slow"
-    """The timescale of the image and instruction encoders in two-timescale training."""
+    """The timescale of the image and instruction encoders in two-timescale training: "slow",
+    "fast", or "both" (trained by the fast and the slow loop)."""
+    initial_state: RIMsInitialState = "zeros"
+    """The modules' state at an episode's start: "zeros" (the RIMs authors') or "learned", one
+    learned `(h, c)` per module (symmetry breaking: modules that differ from the first step)."""
+    query_bias: bool = False
+    """A learned bias per module on the input query (symmetry breaking: a module whose state
+    is zero still scores, by the input)."""
+    score_noise: float = 0.0
+    """Scale of Gumbel noise on the top-k scores while training (symmetry breaking: a losing
+    module sometimes wins, and so gets a gradient); 0: none."""
+    input_attention: RIMsInputAttention = "null-slot"
+    """"null-slot": the RIMs reference cell's input attention (per module, a softmax over a
+    null slot and the input); "modules": the RIMs authors' RL code's (a softmax across
+    modules, made sparse to the top k)."""
 
     def __post_init__(self):
         _positive("num_modules", self.num_modules, "the paper uses --model.num-modules 5.")
@@ -224,5 +243,19 @@ class RIMsAgentConfig:
         if self.split not in ("meta", "flip", "attention"):
             raise ValueError(
                 f"model.split must be 'meta', 'flip' or 'attention', got {self.split!r}."
+            )
+        if self.initial_state not in ("zeros", "learned"):
+            raise ValueError(
+                f"model.initial_state must be 'zeros' or 'learned', got {self.initial_state!r}."
+            )
+        if not self.score_noise >= 0:
+            raise ValueError(
+                f"model.score_noise must be >= 0, got {self.score_noise}: pass e.g. "
+                "--model.score-noise 0.01, or 0 for none."
+            )
+        if self.input_attention not in ("null-slot", "modules"):
+            raise ValueError(
+                "model.input_attention must be 'null-slot' or 'modules', got "
+                f"{self.input_attention!r}."
             )
         _check_agent(self)

@@ -39,6 +39,32 @@ Readings chosen where the reference leaves room (or where its code holds dead we
   `W^fc, W^g` (one `Linear(64, 2h)` here, `W^fc` its first `h` outputs) start as BabyAI
   initializes every `nn.Linear` of its agents: rows of `N(0, 1)` normalized to unit norm,
   biases 0.
+
+**Modules that can win back.** With the defaults above a module whose state is zero (every
+module at an episode's start, and every module that has not yet been active in it) scores
+exactly `q_j . k = 0`, and an inactive module's query weights get no gradient (its new state
+is discarded): a module that loses at the start of training can stay silent for good. Four
+options, all off by default (the reference's cell), break that symmetry:
+
+- `initial_state="learned"`: a learned initial `(h, c)` per module (`[N, h]` each, starting
+  `U(+-1/sqrt(h))`), so that modules differ from the first step; agents reset their memory
+  to it at every episode start (`zoo.AbstractActorCritic.reset_memory`).
+- `query_bias=True`: a learned bias per module on the input query (`q_j = W^Q_j h_j + b_j`,
+  `b` starting `0.01 N(0, 1)` like the weights), so that a zero state still scores
+  `b_j . k`, a function of the input.
+- `score_noise > 0`: Gumbel noise of that scale on the scores the top-k is taken on, while
+  training (only when the cell is called with a key, so greedy evaluation has none); the read
+  vector keeps the noise-free weights.
+- `input_attention="modules"`: the input attention of the RIMs authors' RL code
+  (`blocks_atari/a2c_ppo_acktr/blocks_core.py`, "version 2", `attention.py` with
+  `flag=True`, `sparse_attn.py`): one input slot and no null slot; the softmax is taken
+  *across modules* (`w = softmax_j(q_j . k / sqrt(64))`), then made sparse: the `(k+1)`-th
+  largest weight plus `1e-7` is subtracted, negatives clipped to 0 and the rest renormalized
+  (to a sum `+ 1e-7`), so the `k` winners share the input, `r_j = w'_j v`. Top-k is on the
+  same scores, so the active set is the same function of the scores; what differs is the
+  read's scale and that every module's score now moves the others' reads (a gradient that a
+  zero-state module's query still does not get, as `h_j = 0`). With `k = N` the sparse step
+  is the identity, as in the reference.
 """
 
 import math
@@ -141,6 +167,9 @@ class RIMCell(eqx.Module):
     cell_bias: Float[Array, "modules gates"]
     comm_qkv: GroupLinear | None
     comm_output: eqx.nn.Linear | None
+    query_bias: Float[Array, "modules key_size"] | None
+    initial_h: Float[Array, "modules hidden"] | None
+    initial_c: Float[Array, "modules hidden"] | None
     input_size: int = eqx.field(static=True)
     num_modules: int = eqx.field(static=True)
     top_k: int = eqx.field(static=True)
@@ -151,6 +180,8 @@ class RIMCell(eqx.Module):
     comm_key_size: int = eqx.field(static=True)
     dropout: float = eqx.field(static=True)
     communication: bool = eqx.field(static=True)
+    score_noise: float = eqx.field(static=True)
+    input_attention: str = eqx.field(static=True)
 
     def __init__(
         self,
@@ -164,6 +195,10 @@ class RIMCell(eqx.Module):
         comm_key_size: int = 16,
         dropout: float = 0.1,
         communication: bool = True,
+        initial_state: str = "zeros",
+        query_bias: bool = False,
+        score_noise: float = 0.0,
+        input_attention: str = "null-slot",
         *,
         key: PRNGKeyArray,
     ):
@@ -180,12 +215,22 @@ class RIMCell(eqx.Module):
         - `comm_key_size`: size of the communication's keys, queries and values per head.
         - `dropout`: dropout rate of both attentions' outputs (applied only with a key).
         - `communication`: whether the modules communicate; off, step 4 is skipped.
+        - `initial_state`: `"zeros"` (the reference's) or `"learned"`, a learned `(h, c)` per
+            module (see the module docstring, "Modules that can win back", for this and the
+            next three).
+        - `query_bias`: whether the input query has a learned bias per module.
+        - `score_noise`: the scale of Gumbel noise on the top-k scores when called with a key
+            (0: none).
+        - `input_attention`: `"null-slot"` (the reference's v1, a softmax over a null slot and
+            the input per module) or `"modules"` (its RL code's, a sparse softmax across
+            modules).
         - `key`: a PRNG key for the initialization.
 
         **Raises:**
 
-        `ValueError` if a size is not positive, `top_k` is not in `[1, num_modules]`, or
-        `dropout` is not in `[0, 1)`.
+        `ValueError` if a size is not positive, `top_k` is not in `[1, num_modules]`,
+        `dropout` is not in `[0, 1)`, `score_noise` is negative, or `initial_state` or
+        `input_attention` is not one of its choices.
         """
         value_size = 4 * hidden_size if value_size is None else value_size
         sizes = {
@@ -206,6 +251,17 @@ class RIMCell(eqx.Module):
             )
         if not 0 <= dropout < 1:
             raise ValueError(f"RIMCell: dropout must be in [0, 1), got {dropout}.")
+        if not score_noise >= 0:
+            raise ValueError(f"RIMCell: score_noise must be >= 0, got {score_noise}.")
+        if initial_state not in ("zeros", "learned"):
+            raise ValueError(
+                f"RIMCell: initial_state must be 'zeros' or 'learned', got {initial_state!r}."
+            )
+        if input_attention not in ("null-slot", "modules"):
+            raise ValueError(
+                "RIMCell: input_attention must be 'null-slot' or 'modules', got "
+                f"{input_attention!r}."
+            )
         k_query, k_kv, k_weight, k_bias1, k_bias2, k_qkv, k_out = jr.split(key, 7)
         self.input_query = GroupLinear(num_modules, hidden_size, key_size, key=k_query)
         self.input_key_value = 0.01 * jr.normal(k_kv, (input_size, key_size + value_size))
@@ -224,6 +280,19 @@ class RIMCell(eqx.Module):
         else:
             self.comm_qkv = None
             self.comm_output = None
+        # The options draw from keys of their own (folded from `key`), so that a cell without
+        # them is initialized exactly as before they existed.
+        k_query_bias, k_initial = jr.split(jr.fold_in(key, 1))
+        self.query_bias = (
+            0.01 * jr.normal(k_query_bias, (num_modules, key_size)) if query_bias else None
+        )
+        if initial_state == "learned":
+            bound = 1 / math.sqrt(hidden_size)
+            shape = (2, num_modules, hidden_size)
+            initial = jr.uniform(k_initial, shape, minval=-bound, maxval=bound)
+            self.initial_h, self.initial_c = initial[0], initial[1]
+        else:
+            self.initial_h = self.initial_c = None
         self.input_size = input_size
         self.num_modules = num_modules
         self.top_k = top_k
@@ -234,13 +303,23 @@ class RIMCell(eqx.Module):
         self.comm_key_size = comm_key_size
         self.dropout = dropout
         self.communication = communication
+        self.score_noise = score_noise
+        self.input_attention = input_attention
 
     def initial_state(
         self,
     ) -> tuple[Float[Array, "modules hidden"], Float[Array, "modules hidden"]]:
-        """`(h, c)` at the start of a sequence: zeros, `[num_modules, hidden_size]` each."""
+        """`(h, c)` at the start of a sequence, `[num_modules, hidden_size]` each: zeros, or the
+        learned initial state."""
+        if self.initial_h is not None and self.initial_c is not None:
+            return self.initial_h, self.initial_c
         zeros = jnp.zeros((self.num_modules, self.hidden_size))
         return zeros, zeros
+
+    @property
+    def learned_initial_state(self) -> bool:
+        """Whether `initial_state()` is learned (not zeros)."""
+        return self.initial_h is not None
 
     def __call__(
         self,
@@ -268,14 +347,24 @@ class RIMCell(eqx.Module):
 
         # 1. Input attention over [null slot, x]; the null slot's key and value are 0.
         query = self.input_query(h)
+        if self.query_bias is not None:
+            query = query + self.query_bias
         key_value = x @ self.input_key_value
         k, v = key_value[: self.key_size], key_value[self.key_size :]
         score = query @ k / math.sqrt(self.key_size)
-        read = jax.nn.sigmoid(score)[:, None] * v  # softmax([0, score])[1] * v
+        if self.input_attention == "modules":  # the RL code's sparse softmax across modules
+            read = self._sparse_across_modules(score)[:, None] * v
+        else:
+            read = jax.nn.sigmoid(score)[:, None] * v  # softmax([0, score])[1] * v
         read = apply_dropout(read, self.dropout, k_read)
 
-        # 2. Top-k: the modules attending least to the null slot, without gradient.
-        mask = self._top_k(jax.lax.stop_gradient(score))
+        # 2. Top-k: the modules attending least to the null slot, without gradient (with
+        # `score_noise`, and a key, on the scores plus Gumbel noise).
+        ranked = jax.lax.stop_gradient(score)
+        if self.score_noise > 0 and key is not None:
+            noise = jr.gumbel(jr.fold_in(key, 2), (self.num_modules,))
+            ranked = ranked + self.score_noise * noise
+        mask = self._top_k(ranked)
 
         # 3. Every module's LSTM step, as one batched product.
         gates = jnp.einsum("ni,nig->ng", jnp.concatenate([read, h], axis=-1), self.cell_weight)
@@ -301,6 +390,17 @@ class RIMCell(eqx.Module):
         active = mask[:, None]
         return (jnp.where(active, h_new, h), jnp.where(active, c_new, c)), mask
 
+    def _sparse_across_modules(self, score: Float[Array, " modules"]) -> Float[Array, " modules"]:
+        """The RIMs RL code's input weights: a softmax across modules, of which only the
+        `top_k` largest are kept, shifted down by the next one (plus `1e-7`) and renormalized."""
+        weight = jax.nn.softmax(score)
+        if self.top_k == self.num_modules:
+            return weight
+        eps = 1e-7
+        delta = jnp.sort(weight)[::-1][self.top_k] + eps
+        shifted = jnp.maximum(weight - delta, 0.0)
+        return shifted / (jnp.sum(shifted) + eps)
+
     def _top_k(self, score: Float[Array, " modules"]) -> Bool[Array, " modules"]:
         """`True` at the `top_k` highest scores (ties to the lower index)."""
         if self.top_k == self.num_modules:
@@ -316,4 +416,7 @@ class RIMCell(eqx.Module):
         """A pytree with the structure of `self`: `modules` at the module cells' weights and
         biases, `attention` at both attentions' parameters (the split of Meta-RIMs)."""
         spec = jtu.tree_map(lambda _: attention, self)
-        return eqx.tree_at(lambda m: (m.cell_weight, m.cell_bias), spec, (modules, modules))
+        spec = eqx.tree_at(lambda m: (m.cell_weight, m.cell_bias), spec, (modules, modules))
+        if self.initial_h is not None:  # the modules' own starting state
+            spec = eqx.tree_at(lambda m: (m.initial_h, m.initial_c), spec, (modules, modules))
+        return spec

@@ -41,6 +41,11 @@ class MetaRIMsConfig(PPOConfig):
     slow_factor: int = 4
     """How many times longer the slow loop's spans are ("four times longer", Section 2.2;
     Fig. 6a varies it)."""
+    fast_value_loss: bool = True
+    """Whether the fast loop's loss has the value term. The critic head is slow, so in the
+    fast loop that term trains only the shared fast leaves (the module cells) to fit the
+    frozen critic; `False` leaves it to the slow loop (the fast loss is the policy loss and
+    the entropy bonus)."""
 
     def __post_init__(self):
         super().__post_init__()

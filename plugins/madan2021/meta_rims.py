@@ -142,6 +142,8 @@ def make(
         recurrence=fast.recurrence * factor,
         minibatch=fast.minibatch * factor,
     )
+    if not settings.fast_value_loss:  # the slow loop alone fits the (slow) critic
+        fast = dataclasses.replace(fast, value_coef=0.0)
     sequences = fast.minibatch // fast.recurrence
     if sequences % mesh.size:
         raise ValueError(

@@ -3,6 +3,7 @@ LSTM, RIMs and Meta-RIMs agents on MiniGrid / BabyAI levels, registered as the `
 experiment."""
 
 import dataclasses
+from typing import Any
 
 from runs import EvalConfig, Experiment, PPOConfig, Preset, RunConfig, Sweep, SweepRun, TrainConfig
 from tasks.config import (
@@ -136,13 +137,68 @@ MADAN_OUTER_DATA = {
 """The two readings of the slow loop's data (`MetaRIMsConfig.outer_data`) beside the `fresh`
 presets above."""
 
+SCORE_NOISE = 0.1
+"""The Gumbel scale of the score-noise variants: a fifth of the mean |score| of the live
+modules of a trained Meta-RIMs agent on DoorKey-5x5 (0.43-0.49), ten times the scores at
+initialization."""
+_SYMMETRY = {
+    "learned-start": ({"initial_state": "learned"}, "a learned initial state per module"),
+    "query-bias": ({"query_bias": True}, "a learned bias on the input query"),
+    "score-noise": ({"score_noise": SCORE_NOISE}, f"Gumbel noise ({SCORE_NOISE}) on the scores"),
+    "modules-attention": (
+        {"input_attention": "modules"},
+        "the RIMs RL code's input attention (a sparse softmax across modules)",
+    ),
+}
+MADAN_SYMMETRY = {
+    f"{agent}-{label}": (
+        f"{words} with {what} (symmetry breaking: modules that can win back)",
+        _madan("doorkey-5x5", agent.removesuffix("-reuse"), model=model, **algorithm),
+    )
+    for agent, words, algorithm in (
+        ("rims", "RIMs", dict[str, Any]()),
+        ("meta-rims-reuse", "Meta-RIMs (outer_data reuse)", dict[str, Any](outer_data="reuse")),
+    )
+    for label, (model, what) in _SYMMETRY.items()
+}
+"""The RIMs cell's symmetry-breaking options, each alone, on RIMs and on Meta-RIMs."""
+MADAN_GROUPS = {
+    "meta-rims-reuse-encoders-fast": (
+        "Meta-RIMs (outer_data reuse) with the encoders fast",
+        _madan("doorkey-5x5", "meta-rims", model={"encoders": "fast"}, outer_data="reuse"),
+    ),
+    "meta-rims-reuse-encoders-both": (
+        "Meta-RIMs (outer_data reuse) with the encoders in both loops",
+        _madan("doorkey-5x5", "meta-rims", model={"encoders": "both"}, outer_data="reuse"),
+    ),
+    "meta-rims-reuse-no-fast-value": (
+        "Meta-RIMs (outer_data reuse) without the value loss in the fast loop",
+        _madan("doorkey-5x5", "meta-rims", outer_data="reuse", fast_value_loss=False),
+    ),
+    "meta-rims-reuse-dropout-acting": (
+        "Meta-RIMs (outer_data reuse), the loss with the dropout masks it acted with",
+        _madan("doorkey-5x5", "meta-rims", outer_data="reuse", dropout_keys="acting"),
+    ),
+    "rims-dropout-acting": (
+        "RIMs, the loss with the dropout masks it acted with",
+        _madan("doorkey-5x5", "rims", dropout_keys="acting"),
+    ),
+}
+"""The parameter groups (encoders fast, or in both loops), the critic's loss in the fast loop,
+and the dropout of the loss."""
+
 PRESETS.update(
     {
         f"madan2021/doorkey-5x5-{label}": (
             f"Madan et al. 2021: {words}, DoorKey-5x5, {MADAN_CPU_FRAMES:,} frames (CPU scale)",
             config,
         )
-        for label, (words, config) in {**MADAN_ABLATIONS, **MADAN_OUTER_DATA}.items()
+        for label, (words, config) in {
+            **MADAN_ABLATIONS,
+            **MADAN_OUTER_DATA,
+            **MADAN_SYMMETRY,
+            **MADAN_GROUPS,
+        }.items()
     }
 )
 
@@ -216,11 +272,38 @@ def _madan_outer_data() -> Sweep:
     )
 
 
+def _madan_variants(baselines: tuple[str, ...], variants: dict, description: str) -> Sweep:
+    presets = {label: get_preset(f"madan2021/doorkey-5x5-{label}") for label in baselines}
+    runs = [SweepRun(label, config, {"variant": label}) for label, config in presets.items()]
+    runs += [SweepRun(label, config, {"variant": label}) for label, (_, config) in variants.items()]
+    return Sweep(
+        f"{description}, {MADAN_CPU_FRAMES:,} frames per run (CPU scale); curves against "
+        "frames and policy updates",
+        tuple(runs),
+        metrics=("eval.success", "eval.return"),
+        x="variant",
+    )
+
+
 SWEEPS: dict[str, Sweep] = {
     "madan2021/fig3-cpu": _madan_fig3(tuple(MADAN_LEVELS), ("lstm", "rims", "meta-rims")),
     "madan2021/doorkey-cpu": _madan_fig3(("doorkey-5x5",), ("lstm", "rims", "meta-rims")),
     "madan2021/ablations-cpu": _madan_ablations(),
     "madan2021/outer-data-cpu": _madan_outer_data(),
+    "madan2021/symmetry-cpu": _madan_variants(
+        ("rims", "meta-rims-reuse"),
+        MADAN_SYMMETRY,
+        "Madan et al. 2021 on DoorKey-5x5: RIMs and Meta-RIMs with each of the RIMs cell's "
+        "symmetry-breaking options (modules that can win back; measure with zoo eval "
+        "--activity). Paper (Fig. 6b): every module acts",
+    ),
+    "madan2021/groups-cpu": _madan_variants(
+        ("rims", "meta-rims-reuse"),
+        MADAN_GROUPS,
+        "Madan et al. 2021 on DoorKey-5x5: Meta-RIMs' parameter groups (the encoders fast or "
+        "in both loops), the fast loop without the value loss, and the loss with the acting "
+        "dropout masks",
+    ),
 }
 
 

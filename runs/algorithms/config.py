@@ -6,7 +6,7 @@ Each config declares in `CHANGEABLE` the settings (dotted paths within it) that 
 state alone."""
 
 import dataclasses
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from ..config import InnerConfig, OuterConfig, check_finite
 
@@ -101,9 +101,19 @@ class PPOConfig:
     """Evaluate with the most likely action instead of sampling from the policy."""
     max_nonfinite: int = 10
     """Updates with non-finite gradients are skipped; this many in a row stop the run."""
+    dropout_keys: Literal["fresh", "acting"] = "fresh"
+    """The dropout of an agent that has some (the RIMs agent), in the loss: "fresh" keys, so
+    other masks than those the agent acted with (what BabyAI's PPO does: its model stays in
+    train mode while acting and in the loss), or "acting": the keys it acted with, recorded
+    in the rollout, so that the loss recomputes the acting policy exactly and the ratio of
+    the first epoch is 1. No effect on an agent without dropout."""
 
     def __post_init__(self):
         check_finite(self, "algorithm")
+        if self.dropout_keys not in ("fresh", "acting"):
+            raise ValueError(
+                f"algorithm.dropout_keys must be 'fresh' or 'acting', got {self.dropout_keys!r}."
+            )
         for name in ("lr", "adam_eps", "reward_scale", "slow_lr_factor"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"algorithm.{name} must be > 0, got {getattr(self, name)}.")

@@ -46,8 +46,8 @@ from ..rl import (
     collect,
     gae,
     log_prob,
-    masked,
     on_devices,
+    reset,
     sequences,
     trainable_leaves,
 )
@@ -118,7 +118,15 @@ class PPO(AbstractAlgorithm):
     ) -> tuple[Actors, Rollout, dict[str, Array]]:
         """Act `frames` steps in every environment of `actors` (`runs.rl.collect`)."""
         s = self.settings
-        return collect(env, model, actors, key, frames=s.frames, reward_scale=s.reward_scale)
+        return collect(
+            env,
+            model,
+            actors,
+            key,
+            frames=s.frames,
+            reward_scale=s.reward_scale,
+            record_keys=s.dropout_keys == "acting",
+        )
 
     def advantages(
         self, rollout: Rollout, last_value: Float[Array, " envs"], last_mask: Float[Array, " envs"]
@@ -148,14 +156,15 @@ class PPO(AbstractAlgorithm):
 
         def body(memory, inputs):
             features, mask, key = inputs
-            memory = masked(memory, mask)
-            keys = jr.split(key, mask.shape[0])
+            memory = reset(model, memory, mask)
+            # The keys the agent acted with (`dropout_keys="acting"`), or fresh ones.
+            keys = jr.wrap_key_data(key) if "key" in batch else jr.split(key, mask.shape[0])
             logits, value, memory = jax.vmap(lambda f, m, k: model.step(f, m, key=k))(
                 features, memory, keys
             )
             return memory, (logits, value)
 
-        keys = jr.split(key, batch["mask"].shape[0])
+        keys = batch["key"] if "key" in batch else jr.split(key, batch["mask"].shape[0])
         _, (logits, value) = jax.lax.scan(body, batch["memory"], (features, batch["mask"], keys))
         advantage, returns = batch["advantage"], batch["returns"]
         ratio = jnp.exp(log_prob(logits, batch["action"]) - batch["log_prob"])
@@ -278,7 +287,7 @@ class PPO(AbstractAlgorithm):
         `last_memory`, by default `actors.memory`): GAE, sequences, `learn`. The losses
         averaged over the devices."""
         memory = actors.memory if last_memory is None else last_memory
-        _, last_value, _ = act(model, actors.obs, masked(memory, actors.mask), last_key)
+        _, last_value, _ = act(model, actors.obs, reset(model, memory, actors.mask), last_key)
         advantage, returns = self.advantages(rollout, last_value, actors.mask)
         data = self.sequences(rollout, advantage, returns)
         model, opt_state, metrics = self.learn(model, opt_state, data, learn_key)
