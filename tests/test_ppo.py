@@ -308,7 +308,7 @@ def test_a_learned_initial_memory_is_where_episodes_start():
     model = rl_toys.NoisyAgent(env.io, 4, key=jr.key(0))
     ppo = algorithm(dataclasses.replace(SMALL, frames=12))
     state = ppo.init(env, model, jr.key(1))
-    actors, rollout, finished = eqx.filter_jit(ppo.collect)(env, model, state.extra, jr.key(2))
+    _, rollout, finished = eqx.filter_jit(ppo.collect)(env, model, state.extra, jr.key(2))
     assert finished["episodes"] > 0
     # The step after an episode ended ran from the learned start: its memory's count is 1.
     mask = np.asarray(rollout.mask)

@@ -154,9 +154,12 @@ def test_the_symmetry_breaking_options_leave_the_reference_cell_as_it_was():
     ):
         cell = _cell(**options)
         for name in ("input_query", "input_key_value", "cell_weight", "cell_bias", "comm_qkv"):
-            for a, b in zip(
-                jax.tree.leaves(getattr(plain, name)), jax.tree.leaves(getattr(cell, name))
-            ):
+            pairs = zip(
+                jax.tree.leaves(getattr(plain, name)),
+                jax.tree.leaves(getattr(cell, name)),
+                strict=True,
+            )
+            for a, b in pairs:
                 assert np.array_equal(np.asarray(a), np.asarray(b)), (options, name)
 
 
