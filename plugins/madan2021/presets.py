@@ -138,9 +138,8 @@ MADAN_OUTER_DATA = {
 presets above."""
 
 SCORE_NOISE = 0.1
-"""The Gumbel scale of the score-noise variants: a fifth of the mean |score| of the live
-modules of a trained Meta-RIMs agent on DoorKey-5x5 (0.43-0.49), ten times the scores at
-initialization."""
+"""The Gumbel scale of the score-noise variants: about a fifth of the mean |score| of the live
+modules of a trained Meta-RIMs agent on DoorKey-5x5 (0.49-0.54, `scripts/module_scores.py`)."""
 _SYMMETRY = {
     "learned-start": ({"initial_state": "learned"}, "a learned initial state per module"),
     "query-bias": ({"query_bias": True}, "a learned bias on the input query"),
