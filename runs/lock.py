@@ -116,10 +116,15 @@ def _same_file(f: Any, path: Path) -> bool:
 def atomic_write_text(path: Path, text: str) -> None:
     """Write `text` to `path` whole or not at all: a temporary file in the same directory,
     flushed to disk, then renamed over `path`."""
+    atomic_write_bytes(path, text.encode())
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """`atomic_write_text` for bytes (e.g. a PNG)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
+    with open(tmp, "wb") as f:
+        f.write(data)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)

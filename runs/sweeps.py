@@ -27,7 +27,7 @@ import numpy as np
 from jaxtyping import Float
 
 from .config import TrainConfig, to_dict
-from .lock import DirectoryLock, LockedError, atomic_write_text
+from .lock import DirectoryLock, LockedError, atomic_write_bytes, atomic_write_text
 
 SWEEP_FILE = "sweep.json"
 
@@ -512,7 +512,8 @@ def export(src: Path, dest: Path) -> list[str]:
             target.mkdir(parents=True, exist_ok=True)
             for file in directory.iterdir():
                 if file.is_file() and not file.name.startswith("."):  # not the run's lock
-                    atomic_write_text(target / file.name, file.read_text())
+                    # Bytes: a run may hold plots (`zoo eval --activity` writes a PNG).
+                    atomic_write_bytes(target / file.name, file.read_bytes())
             copied.append(f"{run['label']}/seed_{seed}")
     atomic_write_text(dest / SWEEP_FILE, json.dumps(record, indent=2) + "\n")
     return copied

@@ -150,8 +150,11 @@ def test_a_sweep_exports_its_finished_runs_without_checkpoints(tmp_path, capsys)
     record = json.loads(config.read_text())
     record["run"]["steps"] = 4  # as if the run had been stopped half-way
     config.write_text(json.dumps(record))
+    png = b"\x89PNG\r\n\x1a\n\x00\xff"  # a run's plot (e.g. `zoo eval --activity`): bytes
+    (src / "comp" / "seed_0" / "activity.png").write_bytes(png)
     assert main(["report", str(src), "--export", str(dest)]) == 0
     assert "exported 1 finished runs" in capsys.readouterr().out
+    assert (dest / "comp" / "seed_0" / "activity.png").read_bytes() == png
     assert (
         not (dest / "noncomp").exists() and not (dest / "comp" / "seed_0" / "checkpoints").exists()
     )
