@@ -296,6 +296,7 @@ def config_from_dict(data: dict) -> TrainConfig:
         fields = {f.name for f in dataclasses.fields(spec.config)}
         # A legacy section goes to the algorithm that reads it; the others' were defaults.
         algorithm = {**{k: v for k, v in legacy.items() if k in fields}, **algorithm}
+        algorithm = _with_legacy_defaults(spec.config, algorithm)
         config = dataclasses.replace(config, algorithm=from_dict(spec.config, algorithm))
     return config
 
@@ -339,7 +340,8 @@ def _legacy_entry(config: TrainConfig, kind: str, saved: Any) -> tuple[plugins.E
 def _with_legacy_defaults(cls: Any, data: Any) -> Any:
     """A plugin config's saved `data` with the fields it lacks, of those its class added later,
     at the values the runs saved before them ran with (the class's `LEGACY_DEFAULTS`, if any;
-    e.g. the SCAN episodes' `validation`)."""
+    e.g. the SCAN episodes' `validation`, Meta-RIMs' `outer_data`). Task, model and algorithm
+    configs alike."""
     legacy = getattr(cls, "LEGACY_DEFAULTS", None)
     if not legacy or not isinstance(data, dict):
         return data

@@ -18,7 +18,9 @@ from runs.rl import on_devices
 from runs.run import RunError, load, read_metrics, train
 from runs.sharding import make_mesh
 
-SMALL = MetaRIMsConfig(envs=8, frames=4, recurrence=2, minibatch=8, epochs=2, lr=3e-2)
+SMALL = MetaRIMsConfig(
+    envs=8, frames=4, recurrence=2, minibatch=8, epochs=2, lr=3e-2, outer_data="fresh"
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -175,3 +177,22 @@ def test_the_fast_loop_can_leave_the_value_loss_to_the_slow_one():
     _, _, default = setup()
     assert isinstance(default, MetaRIMs)
     assert default.fast.settings.value_coef == SMALL.value_coef
+
+
+def test_reuse_is_the_default_and_runs_saved_before_it_read_as_fresh():
+    """`outer_data` defaults to `reuse`; a committed run saved before the field existed (and so
+    trained `fresh`) reads as `fresh`, equal to its preset."""
+    import pathlib
+
+    from runs.experiments import get_preset
+    from runs.run import read_config
+
+    assert MetaRIMsConfig().outer_data == "reuse"
+    committed = pathlib.Path(__file__).parents[1] / "docs/figures/madan2021-doorkey-cpu"
+    directory = committed / "doorkey-5x5-meta-rims" / "seed_0"
+    assert "outer_data" not in (directory / "config.json").read_text()
+    saved = read_config(directory)
+    assert isinstance(saved.algorithm, MetaRIMsConfig)
+    assert saved.algorithm.outer_data == "fresh" and saved.algorithm.fast_updates == 1
+    preset = get_preset("madan2021/doorkey-5x5-meta-rims")
+    assert saved.algorithm == preset.algorithm

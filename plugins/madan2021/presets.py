@@ -63,8 +63,13 @@ def _madan(
     if algorithm_name == "meta-rims":
         # `fresh` runs name their one fast iteration, as the runs committed before
         # `outer_data` existed saved it (so that `zoo sweep --reuse` finds those).
+        # The presets stay `fresh` (the committed runs') unless they ask for `reuse`.
         fresh = algorithm.get("outer_data", "fresh") == "fresh"
-        settings = MetaRIMsConfig(inner_updates=1) if fresh else MetaRIMsConfig()
+        settings = (
+            MetaRIMsConfig(outer_data="fresh", inner_updates=1)
+            if fresh
+            else MetaRIMsConfig(outer_data="reuse")
+        )
     else:
         settings = PPOConfig()
     settings = dataclasses.replace(settings, **algorithm)
