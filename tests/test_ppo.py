@@ -279,6 +279,12 @@ def test_slow_leaves_move_at_a_fraction_of_the_rate():
         np.testing.assert_allclose(same, full, rtol=1e-5, atol=1e-9)
 
 
+def _whole_batch(data: dict) -> dict:
+    """Every sequence of `data` as one minibatch, time-major as `PPO.loss` takes it."""
+    swap = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731
+    return {k: v if k == "memory" else jax.tree.map(swap, v) for k, v in data.items()}
+
+
 def _first_epoch_kl(dropout_keys: str) -> float:
     """The PPO loss's approximate KL on a whole rollout, before any update, for an agent
     whose policy takes noise from its key."""
@@ -288,10 +294,7 @@ def _first_epoch_kl(dropout_keys: str) -> float:
     state = ppo.init(env, model, jr.key(1))
     _, rollout, _ = eqx.filter_jit(ppo.collect)(env, model, state.extra, jr.key(2))
     assert (rollout.key is not None) == (dropout_keys == "acting")
-    data = ppo.sequences(rollout, rollout.value, rollout.value)
-    batch = {k: jnp.swapaxes(v, 0, 1) for k, v in data.items() if k not in ("memory", "obs")}
-    batch["obs"] = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), data["obs"])
-    batch["memory"] = data["memory"]
+    batch = _whole_batch(ppo.sequences(rollout, rollout.value, rollout.value))
     _, metrics = eqx.filter_jit(ppo.loss)(model, batch, jr.key(3))
     return float(metrics["approx_kl"])
 
@@ -316,10 +319,7 @@ def test_a_learned_initial_memory_is_where_episodes_start():
     starts = np.argwhere(mask[:-1] == 0)
     assert len(starts) and all(count[t + 1, e] == 1 for t, e in starts)
     # And the gradient of the loss reaches it.
-    data = ppo.sequences(rollout, rollout.value + 1.0, rollout.value + 1.0)
-    batch = {k: jnp.swapaxes(v, 0, 1) for k, v in data.items() if k not in ("memory", "obs")}
-    batch["obs"] = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), data["obs"])
-    batch["memory"] = data["memory"]
+    batch = _whole_batch(ppo.sequences(rollout, rollout.value + 1.0, rollout.value + 1.0))
     grads = eqx.filter_grad(lambda m: ppo.loss(m, batch, jr.key(3))[0])(model)
     assert float(jnp.max(jnp.abs(grads.start))) > 0
 
