@@ -181,9 +181,10 @@ def test_the_fast_loop_can_leave_the_value_loss_to_the_slow_one():
 
 def test_reuse_is_the_default_and_runs_saved_before_it_read_as_fresh():
     """`outer_data` defaults to `reuse`; a committed run saved before the field existed (and so
-    trained `fresh`) reads as `fresh`, equal to its preset."""
+    trained `fresh`) reads as `fresh`, equal to the first reading's run of it."""
     import pathlib
 
+    from plugins.madan2021.presets import SWEEPS
     from runs.experiments import get_preset
     from runs.run import read_config
 
@@ -194,5 +195,8 @@ def test_reuse_is_the_default_and_runs_saved_before_it_read_as_fresh():
     saved = read_config(directory)
     assert isinstance(saved.algorithm, MetaRIMsConfig)
     assert saved.algorithm.outer_data == "fresh" and saved.algorithm.fast_updates == 1
-    preset = get_preset("madan2021/doorkey-5x5-meta-rims")
-    assert saved.algorithm == preset.algorithm
+    # It is a run of the sweep of the first reading, not of the (faithful) preset.
+    first = SWEEPS["madan2021/doorkey-cpu"].runs[2]
+    assert first.label == "doorkey-5x5-meta-rims"
+    assert saved.algorithm == first.config.algorithm
+    assert get_preset("madan2021/doorkey-5x5-meta-rims").algorithm.outer_data == "reuse"

@@ -981,3 +981,32 @@ def test_a_run_saved_before_sources_were_recorded_is_reused():
         saved, task_source=dataclasses.replace(want.task_source, dist="x")
     )
     assert not _same_run(elsewhere, want)  # another distribution's task of the same name
+
+
+def test_the_madan_sweeps_find_every_committed_run_and_the_presets_are_faithful():
+    """Each committed Madan sweep's runs are the runs of the sweep of that name (so `zoo sweep
+    --reuse` copies them in); the presets are the faithful reading (the RL code's attention
+    across modules; Meta-RIMs' encoders in both loops and its slow loop on the fast frames)."""
+    import dataclasses
+
+    from plugins.madan2021.presets import SWEEPS
+    from runs.run import resolve
+    from runs.sweeps import _finished_runs, _same_run
+
+    repo = pathlib.Path(__file__).resolve().parents[1]
+    for name in ("doorkey-cpu", "ablations-cpu", "outer-data-cpu"):
+        found = list(_finished_runs([repo / f"docs/figures/madan2021-{name}"]))
+        sweep = SWEEPS[f"madan2021/{name}"]
+        assert len(found) == 3 * len(sweep.runs)
+        for directory, saved in found:
+            label, seed = directory.parts[-2], int(directory.parts[-1].removeprefix("seed_"))
+            config = next(r.config for r in sweep.runs if r.label == label)
+            want = resolve(
+                dataclasses.replace(config, run=dataclasses.replace(config.run, seed=seed))
+            )
+            assert _same_run(saved, want), directory
+    meta = runs.experiments.get_preset("madan2021/doorkey-5x5-meta-rims")
+    rims = runs.experiments.get_preset("madan2021/gotoobj-rims")
+    assert meta.model.input_attention == rims.model.input_attention == "modules"
+    assert meta.model.encoders == "both" and meta.algorithm.outer_data == "reuse"
+    assert rims.model.encoders == "slow"  # one loop: the label changes nothing

@@ -53,17 +53,52 @@ def madan_preset(level: str, agent: str) -> str:
     return f"madan2021/{level}-{agent}"
 
 
+FAITHFUL_RIMS = {"input_attention": "modules"}
+"""The RIMs cell of the presets (RIMs and Meta-RIMs alike): the input attention of the RIMs
+authors' RL code, a softmax across modules made sparse to the top k. With the reference cell's
+null-slot attention two of five modules die during training (a module whose state is zero
+scores 0 and gets no gradient); with this one every module keeps acting (DoorKey-5x5)."""
+FAITHFUL_META_MODEL = {"encoders": "both"}
+"""The encoders of the two-timescale agents: trained by both loops. The paper puts the module
+cells in the fast loop and the attentions in the slow one and does not place the encoders; in
+both loops they are the shared trunk each loss trains."""
+FAITHFUL_META = {"outer_data": "reuse"}
+"""The slow loop of the presets: on the fast iterations' own frames (the paper's Section 2.2
+reading), four fast iterations per step, so that Meta-RIMs takes as many policy updates per
+frame as PPO."""
+
+
 def _madan(
-    level: str, agent: str, frames: int = MADAN_CPU_FRAMES, model: dict | None = None, **algorithm
+    level: str,
+    agent: str,
+    frames: int = MADAN_CPU_FRAMES,
+    model: dict | None = None,
+    reading: str = "faithful",
+    **algorithm,
 ) -> TrainConfig:
     """`agent` on `level` for about `frames` environment frames (`model` and `algorithm`
-    override fields of the agent's and the algorithm's settings)."""
+    override fields of the agent's and the algorithm's settings).
+
+    `reading="faithful"` (the presets) starts from `FAITHFUL_RIMS`, `FAITHFUL_META_MODEL` and
+    `FAITHFUL_META`; `reading="first"` from the model's and `MetaRIMsConfig`'s plain fields
+    with the slow loop on `fresh` frames: the reading of the runs committed before 0.2.0 (the
+    sweeps that hold them keep it, so that `zoo sweep --reuse` finds them)."""
+    if reading not in ("faithful", "first"):
+        raise ValueError(f"reading must be 'faithful' or 'first', got {reading!r}.")
     model_name, algorithm_name = MADAN_AGENTS[agent]
+    meta = algorithm_name == "meta-rims"
+    if reading == "faithful":
+        model = {
+            **(FAITHFUL_RIMS if model_name == "rims-agent" else {}),
+            **(FAITHFUL_META_MODEL if meta else {}),
+            **(model or {}),
+        }
+        if meta:
+            algorithm = {**FAITHFUL_META, **algorithm}
     settings: MetaRIMsConfig | PPOConfig
-    if algorithm_name == "meta-rims":
+    if meta:
         # `fresh` runs name their one fast iteration, as the runs committed before
         # `outer_data` existed saved it (so that `zoo sweep --reuse` finds those).
-        # The presets stay `fresh` (the committed runs') unless they ask for `reuse`.
         fresh = algorithm.get("outer_data", "fresh") == "fresh"
         settings = (
             MetaRIMsConfig(outer_data="fresh", inner_updates=1)
@@ -105,38 +140,51 @@ PRESETS.update(
     }
 )
 
-# The ablations of Figs. 5b, 6a and 8 on DoorKey-5x5: label -> (description, config).
-MADAN_ABLATIONS = {
-    "meta-rims-k5": (
-        "Meta-RIMs updating all modules (k = 5 of 5; Fig. 6a sparsity)",
-        _madan("doorkey-5x5", "meta-rims", model={"top_k": 5}),
-    ),
-    "meta-rims-slow1": (
-        "Meta-RIMs with slow factor 1 (Fig. 6a)",
-        _madan("doorkey-5x5", "meta-rims", slow_factor=1),
-    ),
-    "meta-rims-slow2": (
-        "Meta-RIMs with slow factor 2 (Fig. 6a)",
-        _madan("doorkey-5x5", "meta-rims", slow_factor=2),
-    ),
-    "meta-flip": (
-        "metaFlip: attentions fast, module cells slow (Fig. 8)",
-        _madan("doorkey-5x5", "meta-rims", model={"split": "flip"}),
-    ),
-    "slowlr": (
-        "slowLR: one PPO loop, the attentions at a quarter of the learning rate (Fig. 8)",
-        _madan("doorkey-5x5", "rims", model={"split": "attention"}, slow_lr_factor=0.25),
-    ),
-}
+
+def _ablations(reading: str) -> dict[str, tuple[str, TrainConfig]]:
+    """The ablations of Figs. 5b, 6a and 8 on DoorKey-5x5 under `reading` (see `_madan`):
+    label -> (description, config)."""
+    return {
+        "meta-rims-k5": (
+            "Meta-RIMs updating all modules (k = 5 of 5; Fig. 6a sparsity)",
+            _madan("doorkey-5x5", "meta-rims", model={"top_k": 5}, reading=reading),
+        ),
+        "meta-rims-slow1": (
+            "Meta-RIMs with slow factor 1 (Fig. 6a)",
+            _madan("doorkey-5x5", "meta-rims", slow_factor=1, reading=reading),
+        ),
+        "meta-rims-slow2": (
+            "Meta-RIMs with slow factor 2 (Fig. 6a)",
+            _madan("doorkey-5x5", "meta-rims", slow_factor=2, reading=reading),
+        ),
+        "meta-flip": (
+            "metaFlip: attentions fast, module cells slow (Fig. 8)",
+            _madan("doorkey-5x5", "meta-rims", model={"split": "flip"}, reading=reading),
+        ),
+        "slowlr": (
+            "slowLR: one PPO loop, the attentions at a quarter of the learning rate (Fig. 8)",
+            _madan(
+                "doorkey-5x5",
+                "rims",
+                model={"split": "attention"},
+                reading=reading,
+                slow_lr_factor=0.25,
+            ),
+        ),
+    }
+
+
+MADAN_ABLATIONS = _ablations("faithful")
+"""The ablations of Figs. 5b, 6a and 8 on DoorKey-5x5, as presets (the faithful reading)."""
 MADAN_OUTER_DATA = {
     "meta-rims-reuse": (
         "Meta-RIMs with the slow loop on the fast loop's frames (outer_data reuse, 4 fast "
         "iterations per step: 400 policy updates in 1,024,000 frames, as PPO's)",
-        _madan("doorkey-5x5", "meta-rims", outer_data="reuse"),
+        _madan("doorkey-5x5", "meta-rims", reading="first", outer_data="reuse"),
     ),
     "meta-lstm-reuse": (
         "meta-LSTM with the slow loop on the fast loop's frames (outer_data reuse)",
-        _madan("doorkey-5x5", "meta-lstm", outer_data="reuse"),
+        _madan("doorkey-5x5", "meta-lstm", reading="first", outer_data="reuse"),
     ),
 }
 """The two readings of the slow loop's data (`MetaRIMsConfig.outer_data`) beside the `fresh`
@@ -157,7 +205,13 @@ _SYMMETRY = {
 MADAN_SYMMETRY = {
     f"{agent}-{label}": (
         f"{words} with {what} (symmetry breaking: modules that can win back)",
-        _madan("doorkey-5x5", agent.removesuffix("-reuse"), model=model, **algorithm),
+        _madan(
+            "doorkey-5x5",
+            agent.removesuffix("-reuse"),
+            model=model,
+            reading="first",
+            **algorithm,
+        ),
     )
     for agent, words, algorithm in (
         ("rims", "RIMs", dict[str, Any]()),
@@ -169,23 +223,47 @@ MADAN_SYMMETRY = {
 MADAN_GROUPS = {
     "meta-rims-reuse-encoders-fast": (
         "Meta-RIMs (outer_data reuse) with the encoders fast",
-        _madan("doorkey-5x5", "meta-rims", model={"encoders": "fast"}, outer_data="reuse"),
+        _madan(
+            "doorkey-5x5",
+            "meta-rims",
+            model={"encoders": "fast"},
+            reading="first",
+            outer_data="reuse",
+        ),
     ),
     "meta-rims-reuse-encoders-both": (
         "Meta-RIMs (outer_data reuse) with the encoders in both loops",
-        _madan("doorkey-5x5", "meta-rims", model={"encoders": "both"}, outer_data="reuse"),
+        _madan(
+            "doorkey-5x5",
+            "meta-rims",
+            model={"encoders": "both"},
+            reading="first",
+            outer_data="reuse",
+        ),
     ),
     "meta-rims-reuse-no-fast-value": (
         "Meta-RIMs (outer_data reuse) without the value loss in the fast loop",
-        _madan("doorkey-5x5", "meta-rims", outer_data="reuse", fast_value_loss=False),
+        _madan(
+            "doorkey-5x5",
+            "meta-rims",
+            reading="first",
+            outer_data="reuse",
+            fast_value_loss=False,
+        ),
     ),
     "meta-rims-reuse-dropout-acting": (
         "Meta-RIMs (outer_data reuse), the loss with the dropout masks it acted with",
-        _madan("doorkey-5x5", "meta-rims", outer_data="reuse", dropout_keys="acting"),
+        _madan(
+            "doorkey-5x5",
+            "meta-rims",
+            reading="first",
+            outer_data="reuse",
+            dropout_keys="acting",
+        ),
     ),
     "rims-dropout-acting": (
         "RIMs, the loss with the dropout masks it acted with",
-        _madan("doorkey-5x5", "rims", dropout_keys="acting"),
+        _madan("doorkey-5x5", "rims", reading="first", dropout_keys="acting"),
     ),
 }
 """The parameter groups (encoders fast, or in both loops), the critic's loss in the fast loop,
@@ -212,11 +290,19 @@ def get_preset(name: str) -> TrainConfig:
     return PRESETS[name][1]
 
 
-def _madan_fig3(levels: tuple[str, ...], agents: tuple[str, ...]) -> Sweep:
+_FIRST = (
+    " (the first reading, before 0.2.0's presets: the reference cell's null-slot attention, "
+    "the encoders slow, the slow loop on fresh frames)"
+)
+
+
+def _madan_fig3(
+    levels: tuple[str, ...], agents: tuple[str, ...], reading: str = "faithful"
+) -> Sweep:
     runs = [
         SweepRun(
             f"{level}-{agent}",
-            get_preset(madan_preset(level, agent)),
+            _madan(level, agent, reading=reading),
             {"level": level, "agent": agent},
         )
         for level in levels
@@ -224,8 +310,10 @@ def _madan_fig3(levels: tuple[str, ...], agents: tuple[str, ...]) -> Sweep:
     ]
     return Sweep(
         "Madan et al. 2021, Figs. 3-4: sample efficiency of the LSTM (vanilla), RIMs (modular) "
-        f"and Meta-RIMs agents, {MADAN_CPU_FRAMES:,} frames per run (CPU scale). Paper (plots "
-        "only): Meta-RIMs learns fastest, with the largest gaps on the harder levels",
+        f"and Meta-RIMs agents, {MADAN_CPU_FRAMES:,} frames per run (CPU scale)"
+        f"{_FIRST if reading == 'first' else ''}; curves against frames and policy updates. "
+        "Paper (plots only): Meta-RIMs learns fastest, with the largest gaps on the harder "
+        "levels",
         tuple(runs),
         metrics=("eval.success", "eval.return"),
         x="level",
@@ -233,20 +321,23 @@ def _madan_fig3(levels: tuple[str, ...], agents: tuple[str, ...]) -> Sweep:
     )
 
 
-def _madan_ablations() -> Sweep:
-    labels = ("rims", "meta-rims", "meta-lstm")
+def _madan_ablations(reading: str = "faithful") -> Sweep:
+    labels = ("lstm", "rims", "meta-rims", "meta-lstm")
+    if reading == "first":  # the committed sweep had no LSTM baseline
+        labels = labels[1:]
     runs = [
-        SweepRun(label, get_preset(madan_preset("doorkey-5x5", label)), {"variant": label})
+        SweepRun(label, _madan("doorkey-5x5", label, reading=reading), {"variant": label})
         for label in labels
     ]
     runs += [
         SweepRun(label, config, {"variant": label})
-        for label, (_, config) in MADAN_ABLATIONS.items()
+        for label, (_, config) in _ablations(reading).items()
     ]
     return Sweep(
         "Madan et al. 2021, Figs. 5b, 6a, 8 on DoorKey-5x5: Meta-RIMs against its ablations "
         f"(sparsity k = 5, slow factor 1 and 2, metaFlip, slowLR, meta-LSTM), {MADAN_CPU_FRAMES:,} "
-        "frames per run (CPU scale). Paper (plots only): each ablation learns slower than "
+        f"frames per run (CPU scale){_FIRST if reading == 'first' else ''}; curves against "
+        "frames and policy updates. Paper (plots only): each ablation learns slower than "
         "Meta-RIMs",
         tuple(runs),
         metrics=("eval.success", "eval.return"),
@@ -257,7 +348,7 @@ def _madan_ablations() -> Sweep:
 def _madan_outer_data() -> Sweep:
     labels = ("lstm", "rims", "meta-rims", "meta-lstm")
     runs = [
-        SweepRun(label, get_preset(madan_preset("doorkey-5x5", label)), {"variant": label})
+        SweepRun(label, _madan("doorkey-5x5", label, reading="first"), {"variant": label})
         for label in labels
     ]
     runs += [
@@ -267,48 +358,58 @@ def _madan_outer_data() -> Sweep:
     return Sweep(
         "Madan et al. 2021 on DoorKey-5x5, the two readings of the slow loop's data: fresh "
         "frames (Alg. 1 line 8) against the fast loop's own (Section 2.2), beside the LSTM and "
-        f"RIMs baselines, {MADAN_CPU_FRAMES:,} frames per run (CPU scale); curves against "
-        "frames (curves.png) and policy updates (curves-updates.png). Paper (plots only): "
-        "Meta-RIMs learns fastest",
+        f"RIMs baselines, {MADAN_CPU_FRAMES:,} frames per run (CPU scale){_FIRST}; curves "
+        "against frames (curves.png) and policy updates (curves-updates.png). Paper (plots "
+        "only): Meta-RIMs learns fastest",
         tuple(runs),
         metrics=("eval.success", "eval.return"),
         x="variant",
     )
 
 
-def _madan_variants(baselines: tuple[str, ...], variants: dict, description: str) -> Sweep:
-    presets = {label: get_preset(f"madan2021/doorkey-5x5-{label}") for label in baselines}
-    runs = [SweepRun(label, config, {"variant": label}) for label, config in presets.items()]
+def _madan_variants(variants: dict, description: str) -> Sweep:
+    baselines = {
+        "rims": _madan("doorkey-5x5", "rims", reading="first"),
+        "meta-rims-reuse": MADAN_OUTER_DATA["meta-rims-reuse"][1],
+    }
+    runs = [SweepRun(label, config, {"variant": label}) for label, config in baselines.items()]
     runs += [SweepRun(label, config, {"variant": label}) for label, (_, config) in variants.items()]
     return Sweep(
-        f"{description}, {MADAN_CPU_FRAMES:,} frames per run (CPU scale); curves against "
-        "frames and policy updates",
+        f"{description}, {MADAN_CPU_FRAMES:,} frames per run (CPU scale){_FIRST}; curves "
+        "against frames and policy updates",
         tuple(runs),
         metrics=("eval.success", "eval.return"),
         x="variant",
     )
 
 
+_LEVELS_OF_FIG3 = ("gotoobj", "gotoredball", "gotolocal")
 SWEEPS: dict[str, Sweep] = {
-    "madan2021/fig3-cpu": _madan_fig3(tuple(MADAN_LEVELS), ("lstm", "rims", "meta-rims")),
-    "madan2021/doorkey-cpu": _madan_fig3(("doorkey-5x5",), ("lstm", "rims", "meta-rims")),
-    "madan2021/ablations-cpu": _madan_ablations(),
+    "madan2021/faithful-doorkey-cpu": _madan_ablations(),
+    "madan2021/faithful-levels-cpu": _madan_fig3(_LEVELS_OF_FIG3, ("lstm", "rims", "meta-rims")),
+    "madan2021/fig3-cpu": _madan_fig3(
+        tuple(MADAN_LEVELS), ("lstm", "rims", "meta-rims"), reading="first"
+    ),
+    "madan2021/doorkey-cpu": _madan_fig3(
+        ("doorkey-5x5",), ("lstm", "rims", "meta-rims"), reading="first"
+    ),
+    "madan2021/ablations-cpu": _madan_ablations("first"),
     "madan2021/outer-data-cpu": _madan_outer_data(),
     "madan2021/symmetry-cpu": _madan_variants(
-        ("rims", "meta-rims-reuse"),
         MADAN_SYMMETRY,
         "Madan et al. 2021 on DoorKey-5x5: RIMs and Meta-RIMs with each of the RIMs cell's "
         "symmetry-breaking options (modules that can win back; measure with zoo eval "
         "--activity). Paper (Fig. 6b): every module acts",
     ),
     "madan2021/groups-cpu": _madan_variants(
-        ("rims", "meta-rims-reuse"),
         MADAN_GROUPS,
         "Madan et al. 2021 on DoorKey-5x5: Meta-RIMs' parameter groups (the encoders fast or "
         "in both loops), the fast loop without the value loss, and the loss with the acting "
         "dropout masks",
     ),
 }
+"""The sweeps: `faithful-*` run the presets (the faithful reading); the others hold the runs
+committed under the first reading, and keep it so that `zoo sweep --reuse` finds them."""
 
 
 def experiment() -> Experiment:
