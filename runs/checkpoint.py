@@ -1,7 +1,8 @@
 """Orbax checkpoints of a run: the array leaves of its `TrainState`, as trees keyed by field
 paths, so that plain Orbax restores a readable tree:
 
-    ocp.CheckpointManager("run/checkpoints").restore(step)
+    items = ocp.args.Composite(model=ocp.args.StandardRestore(), train_state=ocp.args.StandardRestore())
+    ocp.CheckpointManager(pathlib.Path("run/checkpoints").absolute()).restore(step, args=items)
     # {"model": {"embeddings": {"0": ...}, ...},
     #  "train_state": {"step": ..., "key": ..., "opt_state": {...}, "extra": {...}}}
 

@@ -376,6 +376,26 @@ def test_a_checkpoint_is_a_readable_tree_for_plain_orbax(run_a: pathlib.Path):
     assert set(tree["train_state"]) == {"step", "key", "opt_state"}
 
 
+def test_the_readmes_plain_orbax_snippet_runs_as_written(
+    run_a: pathlib.Path, tmp_path: pathlib.Path, monkeypatch, caplog, capsys
+):
+    """The README's plain-Orbax block, executed as it stands from a directory holding the main
+    job's run (here `run_a` in its place), prints the model's array and logs no warning."""
+    import logging
+    import re
+
+    readme = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "orbax" in b]
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "quickstart").symlink_to(run_a)
+    monkeypatch.chdir(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        exec(compile(block, "README.md", "exec"), {})
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    shape = load(run_a).model.embeddings[0].shape
+    assert capsys.readouterr().out.strip() == f"{shape} ['key', 'opt_state', 'step']"
+
+
 def test_a_run_saved_in_the_old_checkpoint_format_loads_but_does_not_resume(
     run_a: pathlib.Path, tmp_path: pathlib.Path
 ):
