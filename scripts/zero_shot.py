@@ -3,7 +3,7 @@ without any update, on other levels; mean return R and success rate S per agent 
 with the mean and standard deviation over seeds, beside the paper's values.
 
     python scripts/zero_shot.py results/madan-doorkey [--levels doorkey-6x6 doorkey-8x8 doorkey-16x16]
-        [--episodes 500] [--out docs/figures/madan2021-table1]
+        [--episodes 500] [--only rims meta-rims] [--out docs/figures/madan2021-table1]
 
 Each evaluation is `zoo eval RUN --task LEVEL --tasks EPISODES` (its JSON lands in the run
 directory as `eval-LEVEL.json`, and is reused when it is there with as many episodes). Writes
@@ -54,12 +54,15 @@ def main() -> None:
         default=["doorkey-5x5", "doorkey-6x6", "doorkey-8x8", "doorkey-16x16"],
     )
     parser.add_argument("--episodes", type=int, default=500)
+    parser.add_argument("--only", nargs="+", default=None, help="the sweep's labels to evaluate")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     out = args.out or args.sweep / "zero-shot"
     record = json.loads((args.sweep / "sweep.json").read_text())
     rows = []
     for run in record["runs"]:
+        if args.only and run["label"] not in args.only:
+            continue
         agent = run["facets"].get("agent", run["label"])
         for seed_dir in sorted((args.sweep / run["label"]).glob("seed_*")):
             if not (seed_dir / "checkpoints").exists():
