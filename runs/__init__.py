@@ -26,10 +26,12 @@ if TYPE_CHECKING:
         read_metrics,
         train,
     )
+    from .scoreboard import Claim
     from .state import TrainState
     from .sweeps import Select, Sweep, SweepRun
 
 _LAZY = {
+    "Claim": ".scoreboard",
     "Experiment": ".experiments",
     "Preset": ".experiments",
     "Select": ".sweeps",
@@ -59,6 +61,7 @@ _LAZY = {
 
 __all__ = [
     "BilevelConfig",
+    "Claim",
     "EvalConfig",
     "Evaluation",
     "Experiment",

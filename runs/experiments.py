@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import plugins
 
 from .config import TrainConfig
+from .scoreboard import Claim
 
 if TYPE_CHECKING:
     from .sweeps import Sweep
@@ -72,6 +73,9 @@ class Experiment:
     """Sweeps by name within the experiment, each built on first use from the presets."""
     description: str = ""
     """The paper and what the experiment covers, in a line."""
+    claims: tuple[Claim, ...] = ()
+    """The paper's claims and table cells, each with where our number is committed: what
+    `zoo scoreboard` scores (see `runs.Claim`)."""
 
     def __post_init__(self):
         for kind, names in (("preset", self.presets), ("sweep", self.sweeps)):
@@ -86,6 +90,12 @@ class Experiment:
                 raise TypeError(
                     f"Experiment preset {name!r} is a {type(preset).__name__}; wrap its config "
                     "as runs.Preset(config, 'description')."
+                )
+        for claim in self.claims:
+            if not isinstance(claim, Claim):
+                raise TypeError(
+                    f"Experiment claim {claim!r} is a {type(claim).__name__}; state it as "
+                    "runs.Claim(text, data, label, metric, paper=...)."
                 )
 
 

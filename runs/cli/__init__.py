@@ -34,13 +34,26 @@ commands:
   sweep NAME --out DIR       run a grid of runs (zoo sweeps lists them); again to resume
   report DIR                 collect a sweep's runs into results.csv, summary.csv, figure.png
   sweeps                     list the named sweeps
+  scoreboard [--check]       score the papers' claims against docs/figures, write the pages
   scan SPLIT [--out DIR]     write a SCAN split (generated) in SCAN's own file format
   show TASK [flags]          draw a few episodes of TASK as a PNG (--pool, --episodes, --seed,
                              --out, --task.* as in zoo train; the grid worlds draw themselves)
 """
 
 
-COMMANDS = ("train", "eval", "list", "info", "presets", "sweep", "report", "sweeps", "scan", "show")
+COMMANDS = (
+    "train",
+    "eval",
+    "list",
+    "info",
+    "presets",
+    "sweep",
+    "report",
+    "sweeps",
+    "scoreboard",
+    "scan",
+    "show",
+)
 """The commands, each the `main(argv) -> int` of its own module `runs.cli.COMMAND`, imported
 when it runs."""
 
