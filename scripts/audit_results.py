@@ -1,6 +1,7 @@
-"""Check the numbers in the tables of docs/results.md against the committed data.
+"""Check the numbers in the tables of the result pages (docs/papers/*.md) against the committed
+data.
 
-Every decimal number in a table row of `docs/results.md` should be a value found in a CSV or
+Every decimal number in a table row of a result page should be a value found in a CSV or
 JSON(L) file under `docs/figures/`, as written at its own precision (a fraction, or a
 percentage of one, with or without `%`): a run's metric, a mean or a standard deviation over
 seeds (`zoo report`'s summary, or computed here from a results table), or a paper's value that
@@ -13,7 +14,11 @@ each number that was not, for a person to check. A number can be found by coinci
 three-decimal value among thousands), so a hit is necessary, not sufficient; a miss is worth
 reading: a hand-made mean, a stale number, or a benchmark figure that no file keeps.
 
-    python scripts/audit_results.py [--doc docs/results.md] [--data docs/figures] [--all]
+    python scripts/audit_results.py [--doc docs/papers/*.md] [--data docs/figures] [--all]
+
+The rows that `zoo scoreboard` writes between a page's `<!-- scoreboard:start -->` and
+`<!-- scoreboard:end -->` markers are not checked here: they are generated from the data (and
+`tests/test_scoreboard.py` checks that they are as generated).
 
 The exit status is 1 when a number outside the sections named by `--allow` (default: those
 whose heading starts with "Speed") was not found, else 0.
@@ -144,8 +149,13 @@ def _siblings(path: Path) -> list[Path]:
 def sections(doc: Path) -> Iterator[tuple[str, list[str], list[tuple[int, str]]]]:
     """(heading, the data paths its text names, its table rows with their line numbers) of each
     section of `doc` that has a table; the separator rows of tables are left out."""
-    heading, text, rows, fenced = "", [], [], False
+    heading, text, rows, fenced, generated = "", [], [], False, False
     for i, line in enumerate([*doc.read_text().splitlines(), "# end"], 1):
+        if line.strip() in ("<!-- scoreboard:start -->", "<!-- scoreboard:end -->"):
+            generated = line.strip() == "<!-- scoreboard:start -->"
+            continue
+        if generated:
+            continue
         if line.startswith("```"):
             fenced = not fenced
         if fenced or line.startswith("```"):
@@ -183,7 +193,9 @@ def audit(
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--doc", type=Path, default=Path("docs/results.md"))
+    parser.add_argument(
+        "--doc", type=Path, nargs="*", default=sorted(Path("docs/papers").glob("*.md"))
+    )
     parser.add_argument("--data", type=Path, default=Path("docs/figures"))
     parser.add_argument("--all", action="store_true", help="list the numbers found too")
     parser.add_argument(
@@ -192,13 +204,18 @@ def main() -> int:
     args = parser.parse_args()
 
     total = found = unexplained = 0
-    for heading, named, numbers in audit(args.doc, args.data):
+    report = [
+        (f"{doc.stem}: {heading}", heading, named, numbers)
+        for doc in args.doc
+        for heading, named, numbers in audit(doc, args.data)
+    ]
+    for title, heading, named, numbers in report:
         hits = sum(ok for _, _, ok in numbers)
         total, found = total + len(numbers), found + hits
         allowed = heading.startswith(tuple(args.allow))
         unexplained += 0 if allowed else len(numbers) - hits
         scope = f"{named} data files named" if named else "all the data"
-        print(f"{hits:4d}/{len(numbers):<4d} {heading} ({scope})")
+        print(f"{hits:4d}/{len(numbers):<4d} {title} ({scope})")
         for lineno, text, ok in numbers:
             if args.all or not ok:
                 print(f"           line {lineno}: {text}{'' if ok else '   not in the data'}")
