@@ -82,7 +82,7 @@ def test_a_claim_without_a_paper_value_or_comparison_is_refused():
         Claim("x", "sweep", "a", "test.accuracy")
     with pytest.raises(ValueError, match="paper_than but no `than`"):
         Claim("x", "sweep", "a", "test.accuracy", paper=0.5, paper_than=0.4)
-    with pytest.raises(TypeError, match="runs.Claim"):
+    with pytest.raises(TypeError, match=r"runs\.Claim"):
         Experiment(claims=("a > b",))  # type: ignore[arg-type]
 
 
