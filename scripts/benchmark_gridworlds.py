@@ -1,6 +1,6 @@
 """Speed of meta-training the linear hypernetwork on the two grid worlds of Schug et al. 2024.
 
-The authors' settings (shared/reference/schug_gridworlds.md, A3), as the paper-size presets
+The authors' settings (docs/specs/gridworlds.md, A3), as the paper-size presets
 `schug2024/{preferences,goals}-compositional-linear-hypernet` hold them (`--preset` names
 another preset instead):
 
@@ -46,7 +46,8 @@ from runs.sharding import replicate
 
 def authors_setting(world: str) -> TrainConfig:
     """The linear hypernetwork on `world` ("preferences" or "goals") at the authors' settings:
-    the paper-size preset `schug2024/<world>-compositional-linear-hypernet` (spec A3)."""
+    the paper-size preset `schug2024/<world>-compositional-linear-hypernet`
+    (docs/specs/gridworlds.md, A3)."""
     if world not in ("preferences", "goals"):
         raise ValueError(f"Unknown world {world!r}; use 'preferences' or 'goals'.")
     return get_preset(grid_preset(world, "compositional", "linear-hypernet"))

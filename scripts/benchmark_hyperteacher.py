@@ -2,10 +2,10 @@
 
 The linear hypernetwork by default; `--preset` names another learner's preset.
 
-The small setting of REFERENCE_FACTS.md: M=8, K=2, meta-batch 32, 64 + 64 shots, student
-hidden 64 with 3 hidden layers, 10 second-order inner steps. The authors' code does about
-5.9 outer steps/s here on 2 CPU cores. Prints outer steps per second, peak memory, and the
-achieved GFLOP/s beside this machine's own matmul peak measured in the same run.
+The small setting of docs/authors-settings.md (Schug 2024): M=8, K=2, meta-batch 32, 64 + 64
+shots, student hidden 64 with 3 hidden layers, 10 second-order inner steps. The authors' code
+does about 5.9 outer steps/s here on 2 CPU cores. Prints outer steps per second, peak memory,
+and the achieved GFLOP/s beside this machine's own matmul peak measured in the same run.
 
     python scripts/benchmark_hyperteacher.py [--steps-per-call 100] [--calls 5]
     python scripts/benchmark_hyperteacher.py --baseline   # the reference's structure, same host

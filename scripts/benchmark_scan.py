@@ -5,7 +5,8 @@ The model is the paper's (m = 200, 2-layer biLSTM encoders and LSTM decoder, dro
 support loss), trained one episode per step as in the paper (`--episodes-per-step` batches
 several). The reference PyTorch code trains at about 12.6 (mutual exclusivity), 2.7
 (add-jump), 2.6 (around-right) and 1.8 (length) episodes/s on this 2-core machine, one thread
-(REFERENCE_FACTS.md). Each experiment runs in a fresh process, so its peak memory is its own.
+(docs/authors-settings.md, Lake 2019). Each experiment runs in a fresh process, so its peak
+memory is its own.
 
     python scripts/benchmark_scan.py [--experiments addjump-permutation ...] [--calls 3]
 """

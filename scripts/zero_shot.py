@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 # Table 1 of the paper: (R, S) per agent for "Difficult" and "More Difficult" (sizes not
-# given; read as DoorKey 6x6 and 8x8, shared/reference/meta_rims.md B5).
+# given; read as DoorKey 6x6 and 8x8, docs/specs/meta-rims.md, B5).
 PAPER = {
     ("meta-rims", "doorkey-6x6"): (0.97, 1.0),
     ("lstm", "doorkey-6x6"): (0.95, 1.0),

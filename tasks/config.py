@@ -449,7 +449,7 @@ class DoorKeyConfig:
     """Steps after which an episode is truncated; None: MiniGrid's 10 * S * S."""
     mission: bool = False
     """Show the mission's tokens in the observations (MiniGrid agents read none: the RIM input
-    for MiniGrid levels is the image alone, `shared/reference/meta_rims.md` B3)."""
+    for MiniGrid levels is the image alone, `docs/specs/meta-rims.md`, B3)."""
 
     def __post_init__(self) -> None:
         if self.size < 5:

@@ -6,7 +6,7 @@ goal; its data are demonstrations: the agent walks a shortest path through the g
 the object of the goal's type, placed in the goal's quadrant, and performs the goal's
 interaction on it. A learner imitates the demonstrated actions.
 
-Details follow `shared/reference/schug_gridworlds.md` (section A2: the authors' code):
+Details follow `docs/specs/gridworlds.md` (section A2: the authors' code):
 
 - Mazes (`generate_maze`): the authors' mazelab-style generator, reproduced draw for draw on
   NumPy's PCG64 stream; maze i is generated from `config.seed + i`, so the seed fixes the
@@ -26,9 +26,9 @@ Details follow `shared/reference/schug_gridworlds.md` (section A2: the authors' 
   The demonstrated action at each step is the goal-rooted greedy move (the first move in that
   order that decreases the BFS distance to the goal), then the goal's interaction on the goal
   cell. **Deviation:** the authors follow the Dijkstra predecessor tree rooted at the start,
-  which breaks ties between equally short paths differently on < 1% of the steps (spec A2.3);
-  the goal-rooted policy is Markov and jittable. Rows after the successful interaction repeat
-  it and are masked.
+  which breaks ties between equally short paths differently on < 1% of the steps
+  (docs/specs/gridworlds.md, A2.3); the goal-rooted policy is Markov and jittable. Rows after
+  the successful interaction repeat it and are masked.
 - Observation `[grid, grid, num_objects + 2]`: one-hot object type per object cell, the walls,
   the agent; flattened (847 floats for 11x11). The goal is not marked.
 - Support and query: one demonstration each, two independent instances of the same goal, each

@@ -7,7 +7,7 @@ per-layer codes, which are the raw 0/1 k-hot masks (not normalized); the data of
 inputs `x ~ U[-1, 1]^in` labelled with soft targets `softmax(z / temperature)`, where `z` are
 the teacher's logits standardized per task and per output unit.
 
-Details follow `shared/REFERENCE_FACTS.md` (the authors' code), section "Hyperteacher":
+Details follow `docs/authors-settings.md` (the authors' code), Schug 2024, "Hyperteacher":
 
 - Teacher: NTK-style layers `relu(x @ W.T / sqrt(fan_in))`, weights N(0, 1), no biases, no
   nonlinearity after the output layer. The input and output layers are fixed random layers

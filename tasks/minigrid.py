@@ -328,7 +328,7 @@ class AbstractMiniGrid(AbstractEnvironment):
     Observations: `{"image": uint8 [7, 7, 3], "direction": int32 [], "mission": int32
     [MISSION_LEN]}`; `"mission"` only where the level shows it (`mission`): BabyAI levels
     always, MiniGrid levels on request (their agents, as RIMs' and rl-starter-files', read no
-    mission; `shared/reference/meta_rims.md` B3). Every mission has `MISSION_LEN` tokens over
+    mission; `docs/specs/meta-rims.md`, B3). Every mission has `MISSION_LEN` tokens over
     one vocabulary, so that one agent can act in every level that shows one.
     """
 

@@ -1,6 +1,6 @@
 """The compositional preferences grid world of Schug et al. 2024 (Section 4.2, Appendix C.3).
 
-Details follow `shared/reference/schug_gridworlds.md`, section A1 (the authors' code,
+Details follow `docs/specs/gridworlds.md`, section A1 (the authors' code,
 `metax/data/envs/preference.py` and `metax/data/imitation.py`):
 
 - Grid: a fixed 7x7 four-room layout (`LAYOUT`) with 19 free cells. Each instance places

@@ -36,16 +36,16 @@ An episode's support and query items are distinct commands (the reference shuffl
 commands and deals the first `num_query` to the queries, the next `num_support` to the
 support); length draws them from disjoint pools anyway.
 
-Validation episodes (pool "val"), as in the reference code (REFERENCE_FACTS.md): the slots'
-true meanings, with random items (length: 100 support items from the whole length training
-split, 20 queries from its test split), and training never draws an assignment of the true
-one's kind (the table's last column; for permutation, 23 of the 24 permutations train). The
-option `validation="held-out"` gives this code's earlier validation instead: five random
-assignments, drawn first from the key, kept out of training, with items from the training
-pools. The test episodes are fixed and not sampled (`test_episodes`): the slots' true meanings
-as support (the 4 primitives; `turn left` and `turn right`; 100 items of the length split's
-training set, five such sets) and every test command of the split as queries (7,706; 4,476;
-3,920).
+Validation episodes (pool "val"), as in the reference code (docs/authors-settings.md, Lake
+2019): the slots' true meanings, with random items (length: 100 support items from the whole
+length training split, 20 queries from its test split), and training never draws an assignment
+of the true one's kind (the table's last column; for permutation, 23 of the 24 permutations
+train). The option `validation="held-out"` gives this code's earlier validation instead: five
+random assignments, drawn first from the key, kept out of training, with items from the
+training pools. The test episodes are fixed and not sampled (`test_episodes`): the slots' true
+meanings as support (the 4 primitives; `turn left` and `turn right`; 100 items of the length
+split's training set, five such sets) and every test command of the split as queries (7,706;
+4,476; 3,920).
 
 On "jump"'s frequency: SCAN's public `tasks_train_addprim_jump.txt` repeats "jump" (about
 one line in ten) so that it is learned. Only `standard` reads that split here, and adds

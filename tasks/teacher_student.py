@@ -7,8 +7,8 @@ layer is a linear combination of M modules weighted by the task code `z`:
 
 A task is a code `z` drawn on a binary *mask* (which modules are active); the training masks
 are the *support* (Table A9 of the paper). Details follow the authors' code (`run_theory.py`
-of smonsays/modular-hyperteacher; `shared/REFERENCE_FACTS.md`, "Multi-task teacher-student"
-and "Corrections and additions (turn 2)") where it differs from the paper:
+of smonsays/modular-hyperteacher; `docs/authors-settings.md`, Schug 2024, "Multi-task
+teacher-student") where it differs from the paper:
 
 - Teacher: modules `[M, in, hidden]` and readout `[hidden, out]` drawn as haiku's default
   `hk.Linear` weights, which the authors' teacher is made of: a truncated normal cut at two

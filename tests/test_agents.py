@@ -1,5 +1,5 @@
 """The actor-critic agents (`zoo.agents`): shapes, batching, the image encoder, the fast/slow
-labels of Meta-RIMs (B4 of `reference/meta_rims.md`) and the registered plugins, at tiny
+labels of Meta-RIMs (B4 of `docs/specs/meta-rims.md`) and the registered plugins, at tiny
 sizes."""
 
 import pathlib

@@ -1,4 +1,4 @@
-"""The compositional goals grid world (Schug et al. 2024, 4.3; shared/reference A2)."""
+"""The compositional goals grid world (Schug et al. 2024, 4.3; docs/specs/gridworlds.md, A2)."""
 
 import collections
 

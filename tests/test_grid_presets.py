@@ -1,7 +1,7 @@
 """The grid-world presets and sweeps (Schug et al. 2024, Fig. 4): every preset builds, its
 parameter counts are the authors', its settings are valid, and the sweeps cover them.
 
-Counts: ours equal the authors' (schug_gridworlds.md A3) for every grid-world preset, paper
+Counts: ours equal the authors' (docs/specs/gridworlds.md, A3) for every grid-world preset, paper
 size and -cpu alike (the -cpu presets keep the paper's networks). None differs; were one to,
 it would be listed here and in `plugins.schug2024.presets.AUTHORS_GRID_COUNTS` with its reason.
 """

@@ -1,4 +1,5 @@
-"""The import arrows of DESIGN.md, checked on the source text (parsed with `ast`, nothing imported).
+"""The import arrows of docs/design.md, checked on the source text (parsed with `ast`, nothing
+imported).
 
 - `runs -> plugins' registry -> (zoo, tasks)`: `zoo` imports none of `tasks`, `plugins`, `runs`;
   `tasks` imports none of `plugins`, `runs`, and from `zoo` only the JAX-free I/O-spec module
@@ -27,7 +28,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 PACKAGES = ("zoo", "tasks", "plugins", "runs")
-"""The project's importable top-level packages (the layers of DESIGN.md)."""
+"""The project's importable top-level packages (the layers of docs/design.md)."""
 
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "zoo": ("tasks", "plugins", "runs"),

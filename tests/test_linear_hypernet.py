@@ -55,7 +55,8 @@ def test_initial_output_bias_is_zero():
 
 
 def test_param_counts_of_the_paper_model():
-    # REFERENCE_FACTS.md: hyperteacher 16 -> 8, hidden 128, 3 hidden layers, T = 32.
+    # docs/authors-settings.md, Schug 2024: hyperteacher 16 -> 8, hidden 128, 3 hidden layers,
+    # T = 32.
     model = LinearHypernet(16, 8, 128, 3, 32, key=jr.key(0))
     assert param_counts(model) == {"meta": 631_168, "fast": 136}
 

@@ -147,7 +147,7 @@ def _nonlinear_counts(
 
 
 def test_param_counts_of_the_paper_nonlinear_hypernet():
-    # Hyperteacher size (REFERENCE_FACTS.md): 16 -> 8, hidden 128, 3 hidden layers, T = 32,
+    # Hyperteacher size (docs/authors-settings.md): 16 -> 8, hidden 128, 3 hidden layers, T = 32,
     # generator width 32, depth 4.
     model = NonlinearHypernet(16, 8, 128, 3, 32, 32, 4, key=jr.key(0))
     expected = _nonlinear_counts(16, 8, 128, 3, 32, 32, 4)
@@ -162,7 +162,7 @@ def test_param_counts_of_the_tiny_nonlinear_hypernet(nonlinear: NonlinearHyperne
 
 
 def test_param_counts_of_the_paper_anil_and_maml():
-    # REFERENCE_FACTS.md, hyperteacher table (16 inputs, 8 outputs).
+    # docs/authors-settings.md, Schug 2024, hyperteacher learners (16 inputs, 8 outputs).
     anil = ANIL(16, 8, 512, 3, key=jr.key(0))
     assert param_counts(anil) == {"meta": 538_120, "fast": 4_104}
     assert param_counts(anil)["meta"] == _mlp_count((16, 512, 512, 512, 8))

@@ -1,4 +1,5 @@
-"""The compositional preferences grid world (Schug et al. 2024, Section 4.2; spec A1)."""
+"""The compositional preferences grid world (Schug et al. 2024, Section 4.2;
+docs/specs/gridworlds.md, A1)."""
 
 import equinox as eqx
 import jax

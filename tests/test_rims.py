@@ -1,4 +1,4 @@
-"""The RIM cell (`zoo.rims.RIMCell`) against B2 of `reference/meta_rims.md`, at tiny sizes."""
+"""The RIM cell (`zoo.rims.RIMCell`) against B2 of `docs/specs/meta-rims.md`, at tiny sizes."""
 
 import math
 

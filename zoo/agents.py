@@ -1,7 +1,7 @@
 """The actor-critic agents of Meta-RIMs (Madan et al. 2021): BabyAI's agent (the `mila-iqia/babyai`
 code base Meta-RIMs builds on) with either an LSTM memory ("vanilla") or Recurrent Independent
 Mechanisms ("modular", and the agent of Meta-RIMs' two-timescale training). Build notes:
-`reference/meta_rims.md`, B3 and B4.
+`docs/specs/meta-rims.md`, B3 and B4.
 
 For one environment, one step:
 

@@ -1,6 +1,7 @@
 """The linear hypernetwork of Schug et al. 2024 (Appendix D.3).
 
-Where the paper and the authors' code differ, this follows the code (REFERENCE_FACTS.md):
+Where the paper and the authors' code differ, this follows the code (docs/authors-settings.md,
+Schug 2024):
 
 - The base network's layers form three groups (input layer, hidden layers, output layer), each
   with its own generator and its own embedding matrix `[chunks, T]` (one chunk per layer of the

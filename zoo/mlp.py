@@ -1,6 +1,6 @@
 """ANIL and MAML (Schug et al. 2024, Appendices D.1 and D.2): a ReLU MLP with biases in standard
 parameterization, `x @ w + b`; weights truncated normal with std `1/sqrt(fan_in)`, biases zero
-(the reference code's settings, REFERENCE_FACTS.md).
+(the reference code's settings, docs/authors-settings.md, Schug 2024).
 
 - ANIL: the body (every layer but the last) is meta; the readout (last weight and bias) is fast,
   from a meta-learned initialization. `features` is the body, so the engine computes it once

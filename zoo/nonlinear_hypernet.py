@@ -2,7 +2,7 @@
 
 The base network, its layer groups, the embeddings and their normalization are those of the
 linear hypernetwork (`zoo.linear_hypernet`, with the reference code's details listed there);
-only the generator differs. Following the authors' code (REFERENCE_FACTS.md):
+only the generator differs. Following the authors' code (docs/authors-settings.md, Schug 2024):
 
 - Each layer group's generator is an MLP applied to each normalized embedding row:
   `LayerNorm(T)`, then `generator_depth` x [`Linear(generator_width)` -> `LayerNorm` -> `ELU`],

@@ -1,6 +1,6 @@
 """Recurrent Independent Mechanisms (Goyal et al. 2019), the cell of Meta-RIMs (Madan et al.
 2021, Section 2.1), as the RIMs authors' code defines it (`anirudh9119/RIMs`,
-`event_based/blocks_core.py`, "v1"; the build notes are `reference/meta_rims.md`, B2).
+`event_based/blocks_core.py`, "v1"; the build notes are `docs/specs/meta-rims.md`, B2).
 
 One step of `RIMCell`, for `N` modules of `h` units each, input `x` and states `h, c: [N, h]`:
 

@@ -1,7 +1,8 @@
 """The meta sequence-to-sequence learner of Lake 2019 (Section 3) and its standard seq2seq
 baseline: a model that adapts in context, through a key-value memory of the support set.
 
-Architecture (Section 4.1, with the reference code's details from REFERENCE_FACTS.md):
+Architecture (Section 4.1, with the reference code's details from docs/authors-settings.md,
+Lake 2019):
 
 - Input encoder `f_ie`, shared by the queries and the support inputs: embedding -> dropout ->
   2-layer bidirectional LSTM (`hidden` units per direction, dropout between the layers); the

@@ -19,9 +19,9 @@ restarts from its fixed random initial value for every task and gets no meta-gra
 (`fixed_start_filter`). The value is a standard normal draw, `N(0, 1)` per entry, drawn once
 from the student's key: the authors' `embedding_init = "constant"` (their `run_theory.py`
 draws `jax.random.normal(rng_student, (num_modules,))`, and every sweep of theirs uses it).
-`shared/REFERENCE_FACTS.md` says only "from a fixed random code"; its scale, and the student's
-weight scales, are taken from the authors' code, not from REFERENCE_FACTS. Meta leaves: the
-modules and the readout.
+`docs/authors-settings.md` (Schug 2024, multi-task teacher-student) says only "from a fixed
+random code"; its scale, and the student's weight scales, are taken from the authors' code.
+Meta leaves: the modules and the readout.
 """
 
 import math

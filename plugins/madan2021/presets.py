@@ -20,13 +20,14 @@ from zoo.config import (
     RIMsAgentConfig,
 )
 
+from .claims import CLAIMS
 from .config import MetaRIMsConfig
 
 PRESETS: dict[str, tuple[str, TrainConfig]] = {}
 
-# Madan et al. 2021: the agents on MiniGrid / BabyAI levels with BabyAI's PPO (meta_rims.md
-# B3) or the fast and slow loops (B4). The paper gives no frame budgets; these are CPU-scale
-# budgets (1M frames), measured runs in docs/results.md.
+# Madan et al. 2021: the agents on MiniGrid / BabyAI levels with BabyAI's PPO
+# (docs/specs/meta-rims.md, B3) or the fast and slow loops (B4). The paper gives no frame
+# budgets; these are CPU-scale budgets (1M frames), measured runs in docs/results.md.
 MADAN_LEVELS = {
     "doorkey-5x5": DoorKey5x5Config(),
     "gotoobj": GoToObjConfig(),
@@ -424,4 +425,5 @@ def experiment() -> Experiment:
             for name, sweep in SWEEPS.items()
         },
         description="Madan et al. 2021, Fast and slow learning of recurrent independent mechanisms (ICLR)",
+        claims=CLAIMS,
     )

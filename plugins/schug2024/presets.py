@@ -3,8 +3,8 @@ its presets, sweeps and reference values, registered as the `schug2024` experime
 presets are the paper's settings as plain values (flags override them).
 
 `schug2024/hyperteacher-*` follow Schug et al. 2024, Appendix C.2, with the settings of the
-authors' code (REFERENCE_FACTS.md): teacher 16-32-32-32-8 with M=8 modules, K=2, 256 + 256
-shots, meta-batch 128, 200k second-order outer steps. Learners (REFERENCE_FACTS table):
+authors' code (docs/authors-settings.md): teacher 16-32-32-32-8 with M=8 modules, K=2, 256 + 256
+shots, meta-batch 128, 200k second-order outer steps. Learners (its table):
 
 | learner | model | inner | outer lr / wd / clip |
 |---|---|---|---|
@@ -21,7 +21,7 @@ decay to 1e-6, meta-batch 64, 256 query inputs, 60k steps. Their `-cpu` versions
 smaller regime: one fixed support of 128 inputs used whole at each of 100 inner steps.
 
 `schug2024/{preferences,goals}-{split}-{learner}` are the grid worlds of Section 4.2-4.3 (Fig. 4)
-at the settings of the authors' configs (schug_gridworlds.md A3; `GRID_LEARNERS` below):
+at the settings of the authors' configs (docs/specs/gridworlds.md, A3; `GRID_LEARNERS` below):
 
 | world | learner | base MLP | T | inner steps, lr (batch) | outer lr / clip |
 |---|---|---|---|---|---|
@@ -85,6 +85,8 @@ from zoo.config import (
     NonlinearHypernetConfig,
     ShallowHypernetConfig,
 )
+
+from .claims import CLAIMS
 
 
 def _bilevel(*, inner: InnerConfig | None = None, outer: OuterConfig | None = None, **fields):
@@ -156,7 +158,7 @@ _CPU_WIDTH = {"linear-hypernet": 64, "nonlinear-hypernet": 64, "anil": 272, "mam
 
 
 def _cpu(config: TrainConfig, steps: int = 6000) -> TrainConfig:
-    """The small setting of REFERENCE_FACTS.md (meta-batch 32, 64 + 64 shots, hidden 64)."""
+    """The small setting of docs/authors-settings.md (meta-batch 32, 64 + 64 shots, hidden 64)."""
     inner = config.algorithm.inner
     if inner.batch:  # the reference's ANIL minibatch is a quarter of the support set
         inner = _replace(inner, batch=16)
@@ -263,7 +265,7 @@ for _dist in ("discrete", "continuous"):
 # --------------------------------------------------------------------------- grid worlds
 
 # Schug et al. 2024, Section 4.2-4.3 / Appendix C.3-C.4, with the authors' configs
-# (schug_gridworlds.md A3): per world and learner, the base network, inner loop (steps, lr,
+# (docs/specs/gridworlds.md, A3): per world and learner, the base network, inner loop (steps, lr,
 # minibatch; AdamW with optax's default weight decay 1e-4) and outer lr and clip. Common to all:
 # second-order, outer AdamW with weight decay 1e-2, constant lr, meta-batch 128.
 GRID_WORLDS = ("preferences", "goals")
@@ -321,8 +323,9 @@ GRID_LEARNERS: dict[tuple[str, str], tuple[object, InnerConfig, float, float]] =
 }
 
 # The authors' parameter counts (meta, fast) of each learner, as written in their configs'
-# comments (schug_gridworlds.md A3). Ours are equal for every grid-world preset, paper size and
-# -cpu alike (the -cpu presets keep the paper's networks): tests/test_grid_presets.py checks it.
+# comments (docs/specs/gridworlds.md, A3). Ours are equal for every grid-world preset, paper
+# size and -cpu alike (the -cpu presets keep the paper's networks): tests/test_grid_presets.py
+# checks it.
 # Where a count did differ it would carry its reason as a third item, shown by `zoo info`.
 AUTHORS_GRID_COUNTS: dict[tuple[str, str], tuple[int, int]] = {
     ("preferences", "linear-hypernet"): (1_149_216, 133),
@@ -355,7 +358,7 @@ def grid_preset(world: str, split: str, model: str, cpu: bool = False) -> str:
 
 
 def _grid(world: str, split: str, model_name: str) -> TrainConfig:
-    """A grid-world run at the paper's settings (schug_gridworlds.md A3)."""
+    """A grid-world run at the paper's settings (docs/specs/gridworlds.md, A3)."""
     model, inner, lr, clip = GRID_LEARNERS[world, model_name]
     if world == "preferences":
         k = 2 if split in ("connected", "disconnected") else 3
@@ -576,7 +579,7 @@ def _fig2d_weight_decay() -> Sweep:
 # The paper's hyperteacher tables (Appendix B.2; their captions were lost in conversion): accuracy
 # as a fraction, at the paper's size and 200k steps. We read Tables A5-A7 as M = 8 with K = 1, 2
 # and 4: the authors' sweep for Fig. 3E runs K in {1, 2, 4, 6, 8} and has no K = 3
-# (REFERENCE_FACTS.md, turn 2), and the third table is best on its h = 4 pool.
+# (docs/authors-settings.md, Schug 2024), and the third table is best on its h = 4 pool.
 PAPER_M8 = {
     # K: {model: (test accuracy, OOD accuracy)}
     1: {
@@ -606,7 +609,8 @@ def _paper(k: int, model: str) -> dict[str, float]:
 
 
 # The hyperteacher sweeps set `task.split_seed` to each run seed (`Sweep.seed_task`): the
-# authors' run seed drew the split, so their seeds vary it (REFERENCE_FACTS.md, turn 2).
+# authors' run seed drew the split, so their seeds vary it (docs/authors-settings.md,
+# "Hyperteacher").
 
 
 def _fig3b(cpu: bool = True) -> Sweep:
@@ -674,8 +678,8 @@ def _fig3cd() -> Sweep:
     )
 
 
-# The authors' K values for Fig. 3E (REFERENCE_FACTS.md, turn 2): at most K of the M = 8 modules
-# active per layer in the training tasks.
+# The authors' K values for Fig. 3E (docs/authors-settings.md, Schug 2024): at most K of the
+# M = 8 modules active per layer in the training tasks.
 FIG3E_K = (1, 2, 4, 6, 8)
 
 
@@ -764,7 +768,7 @@ def _fig3f(cpu: bool = True, tune_lr: bool = False) -> Sweep:
 
 
 # Fig. 4: the paper gives the grid worlds only as plots (no numbers), so these sweeps carry no
-# paper values; their descriptions state the claims to check (schug_gridworlds.md A4). Seeds
+# paper values; their descriptions state the claims to check (docs/specs/gridworlds.md, A4). Seeds
 # are the authors' (preferences 2020-2025, goals 2020-2022; 3 at CPU scale). The goals sweeps
 # also set `task.seed` to each seed (`Sweep.seed_task`): the goals task takes its mazes and
 # split from `task.seed`, and the authors' seed fixed both; the preferences task draws its
@@ -882,4 +886,5 @@ def experiment() -> Experiment:
             for name, sweep in SWEEPS.items()
         },
         description="Schug et al. 2024, Discovering modular solutions that generalize compositionally (ICLR)",
+        claims=CLAIMS,
     )
