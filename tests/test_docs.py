@@ -111,15 +111,15 @@ def blocks(page: str) -> list[Block]:
 def commands(text: str) -> list[str]:
     """The commands of a bash block: its lines, `\\` continuations joined, comments and blank
     lines dropped."""
-    joined, current = [], ""
+    joined, parts = [], []
     for line in text.splitlines():
         if line.rstrip().endswith("\\"):
-            current += line.rstrip()[:-1] + " "
+            parts.append(line.rstrip()[:-1].strip())
             continue
-        current += line
-        if current.strip() and not current.lstrip().startswith("#"):
-            joined.append(current.strip())
-        current = ""
+        command = " ".join([*parts, line.strip()])
+        parts = []
+        if command and not command.startswith("#"):
+            joined.append(command)
     return joined
 
 
@@ -236,8 +236,8 @@ def test_every_tutorial_runs_something():
 
 
 def test_the_block_parser():
-    text = 'zoo list   # a comment\n\n# a line of comment\nzoo train a b \\\n  --steps 4\n'
-    assert commands(text) == ["zoo list   # a comment", "zoo train a b  --steps 4"]
+    text = "zoo list   # a comment\n\n# a line of comment\nzoo train a b \\\n  --steps 4\n"
+    assert commands(text) == ["zoo list   # a comment", "zoo train a b --steps 4"]
     site = pathlib.Path("/tmp/site")
     rewritten = _pip_rewrite('pip install -e "./my-plugin"', site)
     assert rewritten is not None and rewritten.endswith("--target /tmp/site ./my-plugin")
