@@ -22,6 +22,8 @@ from zoo.config import (
     MetaSeq2SeqConfig,
 )
 
+from .claims import CLAIMS
+
 PRESETS: dict[str, tuple[str, TrainConfig]] = {}
 
 # --------------------------------------------------------------------------- Lake 2019
@@ -203,4 +205,5 @@ def experiment() -> Experiment:
             for name, sweep in SWEEPS.items()
         },
         description="Lake 2019, Compositional generalization through meta sequence-to-sequence learning (NeurIPS)",
+        claims=CLAIMS,
     )
