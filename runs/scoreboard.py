@@ -53,7 +53,7 @@ class Claim:
     text: str
     """The claim in a few words, e.g. "linear hypernetwork, OOD accuracy (Fig. 3B)"."""
     data: str
-    """The committed export under `docs/figures/`: a directory (`madan2021-doorkey-cpu`) or a
+    """The committed export under `docs/figures/`: a directory (`mypaper-table1-cpu`) or a
     file stem (`fig3b-cpu` for `fig3b-cpu-summary.csv` and `fig3b-cpu.png`)."""
     label: str
     """The sweep label whose runs give our value."""

@@ -3,11 +3,18 @@ without any update, on other levels; mean return R and success rate S per agent 
 with the mean and standard deviation over seeds, beside the paper's values.
 
     python scripts/zero_shot.py results/madan-doorkey [--levels doorkey-6x6 doorkey-8x8 doorkey-16x16]
-        [--episodes 500] [--only rims meta-rims] [--out docs/figures/madan2021-table1]
+        [--episodes 500] [--only rims meta-rims] [--include OTHER.csv] [--out docs/figures/madan2021-table1]
 
 Each evaluation is `zoo eval RUN --task LEVEL --tasks EPISODES` (its JSON lands in the run
 directory as `eval-LEVEL.json`, and is reused when it is there with as many episodes). Writes
-OUT.csv (one row per run and level), OUT-summary.csv and OUT.png.
+OUT.csv (one row per run and level), OUT-summary.csv and OUT.png. The summary has the columns
+of `zoo report`'s (`label,level,metric,mean,std,n,paper`, the metric `LEVEL.return` or
+`LEVEL.success`), so that `zoo scoreboard` reads it as it reads a sweep's. `--include` adds the
+rows of an earlier OUT.csv for agents not evaluated here (e.g. the same LSTM runs).
+
+    python scripts/zero_shot.py --summarize docs/figures/madan2021-table1-cpu.csv
+
+rewrites the summary and figure of a committed OUT.csv without evaluating anything.
 """
 
 import argparse
@@ -47,7 +54,7 @@ def evaluate(run: Path, level: str, episodes: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("sweep", type=Path)
+    parser.add_argument("sweep", type=Path, nargs="?")
     parser.add_argument(
         "--levels",
         nargs="+",
@@ -56,7 +63,16 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=500)
     parser.add_argument("--only", nargs="+", default=None, help="the sweep's labels to evaluate")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--include", type=Path, nargs="*", default=[])
+    parser.add_argument("--summarize", type=Path, default=None)
     args = parser.parse_args()
+    if args.summarize is not None:
+        rows = _read(args.summarize)
+        levels = list(dict.fromkeys(r["level"] for r in rows))
+        _write(rows, levels, args.summarize.with_suffix(""))
+        return
+    if args.sweep is None:
+        parser.error("give the sweep directory (or --summarize OUT.csv)")
     out = args.out or args.sweep / "zero-shot"
     record = json.loads((args.sweep / "sweep.json").read_text())
     rows = []
@@ -84,29 +100,55 @@ def main() -> None:
                     f"S {values['success']:.3f}",
                     file=sys.stderr,
                 )
+    evaluated = {r["agent"] for r in rows}
+    for other in args.include:
+        rows += [
+            r for r in _read(other) if r["agent"] not in evaluated and r["level"] in args.levels
+        ]
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out.with_suffix(".csv"), "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+    _write(rows, args.levels, out)
+
+
+def _read(path: Path) -> list[dict]:
+    """The rows of an OUT.csv, with return, success and length as numbers."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        for key in ("return", "success", "length"):
+            r[key] = float(r[key])
+    return rows
+
+
+def _write(rows: list[dict], levels: list[str], out: Path) -> None:
+    """OUT-summary.csv (zoo report's columns) and OUT.png from the per-run rows."""
     summary = []
     agents = list(dict.fromkeys(r["agent"] for r in rows))
     for agent in agents:
-        for level in args.levels:
+        for level in levels:
             mine = [r for r in rows if r["agent"] == agent and r["level"] == level]
-            entry = {"agent": agent, "level": level, "seeds": len(mine)}
-            for metric in ("return", "success"):
-                values = [r[metric] for r in mine]
-                entry[f"{metric}_mean"] = statistics.fmean(values)
-                entry[f"{metric}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
             paper = PAPER.get((agent, level))
-            entry["paper_return"], entry["paper_success"] = paper if paper else ("", "")
-            summary.append(entry)
+            for i, metric in enumerate(("return", "success")):
+                values = [r[metric] for r in mine]
+                summary.append(
+                    {
+                        "label": agent,
+                        "level": level,
+                        "metric": f"{level}.{metric}",
+                        "mean": statistics.fmean(values),
+                        "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+                        "n": len(values),
+                        "paper": paper[i] if paper else "",
+                    }
+                )
     with open(out.parent / f"{out.name}-summary.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(summary[0]))
         writer.writeheader()
         writer.writerows(summary)
-    _plot(rows, summary, agents, args.levels, out.with_suffix(".png"))
+    _plot(rows, summary, agents, levels, out.with_suffix(".png"))
     print(f"wrote {out.with_suffix('.csv')}, {out.name}-summary.csv and {out.with_suffix('.png')}")
 
 
@@ -122,8 +164,8 @@ def _plot(rows, summary, agents, levels, path: Path) -> None:
         for i, agent in enumerate(agents):
             xs = [j + (i - (len(agents) - 1) / 2) * width for j in range(len(levels))]
             means = [
-                next(e for e in summary if e["agent"] == agent and e["level"] == lv)[
-                    f"{metric}_mean"
+                next(e for e in summary if e["label"] == agent and e["metric"] == f"{lv}.{metric}")[
+                    "mean"
                 ]
                 for lv in levels
             ]
