@@ -216,14 +216,19 @@ def score(claim: Claim, root: Path) -> Row:
         return Row(claim, verdict, ours, None, note, figure)
     assert ours_than is not None
     if claim.paper is not None and claim.paper_than is not None:
-        sign = 1.0 if claim.paper > claim.paper_than else -1.0
+        sign = float(claim.paper > claim.paper_than) - float(claim.paper < claim.paper_than)
     else:
         sign = 1.0 if claim.higher else -1.0
     difference = ours.mean - ours_than.mean
     error = math.sqrt(ours.std**2 / ours.n + ours_than.std**2 / ours_than.n)
     note = f"difference {difference:+.3f} ± {error:.3f} (standard error)"
+    if min(ours.n, ours_than.n) < 2:
+        note += "; one seed on a side, so no spread there"
     if near(ours, claim.paper) and near(ours_than, claim.paper_than):
         verdict = Verdict.REPRODUCED
+    elif sign == 0:  # the paper's values tie: its direction is "no difference"
+        tie = abs(difference) <= max(2 * error, claim.tolerance)
+        verdict = Verdict.DIRECTION if tie else Verdict.NOT_REPRODUCED
     elif sign * difference > 2 * error and sign * difference > 0:
         verdict = Verdict.DIRECTION
     else:
@@ -254,7 +259,9 @@ def _paper_value(claim: Claim) -> str:
         vs = f"{claim.paper_than:.4g}" if claim.paper_than is not None else None
         relation = ">" if claim.higher else "<"
         if claim.paper is not None and claim.paper_than is not None:
-            relation = ">" if claim.paper > claim.paper_than else "<"
+            relation = "=" if claim.paper == claim.paper_than else relation
+            relation = ">" if claim.paper > claim.paper_than else relation
+            relation = "<" if claim.paper < claim.paper_than else relation
         parts.append(f"{relation} {claim.than}" + (f" ({vs})" if vs else ""))
     return " ".join(parts)
 
@@ -329,7 +336,8 @@ def summary_table(scored: Mapping[str, tuple[str, Sequence[Row]]], page: Path) -
 RULE = (
     "Verdicts: **reproduced within noise** when ours is within max(2 std, the row's tolerance) "
     "of the paper's value (for a comparison: both sides); **direction reproduced** when a "
-    "comparison's difference has the paper's sign and exceeds twice its standard error; "
+    "comparison's difference has the paper's sign and exceeds twice its standard error (where "
+    "the paper's two values tie: is within it); "
     "**not reproduced** otherwise; **not run yet** when the data is not committed. "
     "Ours is the mean ± sample std over n seeds of the committed runs, at the scale stated, "
     "which is much smaller than the papers' unless the row says otherwise."

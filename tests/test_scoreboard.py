@@ -54,6 +54,15 @@ def _figures(tmp_path: Path) -> Path:
             Claim("a<b", "sweep", "a", "test.accuracy", than="b", higher=False),
             Verdict.NOT_REPRODUCED,
         ),
+        # the paper's values tie: a difference within noise reproduces the tie, a clear one not
+        (
+            Claim("c=b", "sweep", "c", "test.accuracy", paper=0.9, than="b", paper_than=0.9),
+            Verdict.DIRECTION,
+        ),
+        (
+            Claim("a=b", "sweep", "a", "test.accuracy", paper=0.9, than="b", paper_than=0.9),
+            Verdict.NOT_REPRODUCED,
+        ),
         # the sign agrees but the difference is within noise (c's std is large)
         (Claim("c>b", "sweep", "c", "test.accuracy", than="b"), Verdict.NOT_REPRODUCED),
         # on the curve, per seed: a 0.6 +- 0.141 against b 0.15 +- 0.071 at 100 frames
