@@ -6,7 +6,7 @@
 Each LABEL:SEED trains in a process of its own (`zoo sweep SWEEP --only LABEL --seeds SEED`),
 all of them at once, sharing the GPU. Whether that pays depends on the model: three Fig. 3B
 processes on an H100 trained twice the steps of one in all, but ten of Lake's meta seq2seq
-processes trained a ninth of what one does alone (docs/results.md, Lake's speed), so measure
+processes trained a ninth of what one does alone (docs/papers/lake2019.md, speed), so measure
 with two or three before sending ten. A lent machine gives
 minutes, not hours, so the driver keeps only the runs that can finish: after a warm-up it
 reads each run's step from its metrics.jsonl every `--every` seconds and, taking the total

@@ -1,4 +1,4 @@
-"""The hyperteacher runs of docs/results.md: the linear hypernetwork at CPU scale with
+"""The hyperteacher runs of docs/papers/schug2024.md: the linear hypernetwork at CPU scale with
 compositional vs non-compositional support, evaluated along training.
 
     python scripts/hyperteacher_results.py --out results/hyperteacher-cpu [--steps 6000] [--seeds 0]

@@ -14,7 +14,7 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
 # One persistent compilation cache for the session and the subprocesses its tests start
 # (they inherit the environment): many tests compile the same tiny programs in new closures
 # or new processes, which JAX's in-memory caches miss and this one does not (it halved the CPU
-# time of the run tests; measured in docs/results.md). Fresh for every session, removed at
+# time of the run tests; measured in docs/papers/engineering.md). Fresh for every session, removed at
 # exit: nothing carries over between sessions.
 os.environ.setdefault("ZOO_TESTS_JAX_CACHE", tempfile.mkdtemp(prefix="zoo-tests-jax-cache-"))
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.environ["ZOO_TESTS_JAX_CACHE"])

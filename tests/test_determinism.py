@@ -2,7 +2,7 @@
 evaluation rows are bit-identical whatever the process, the chunking (`steps_per_call`), a
 resume and the devices visible but not used; its history records what they do depend on.
 Checked on a tiny teacher-student run, the task whose module alignments differed between
-sessions (docs/results.md, Fig. 2C)."""
+sessions (docs/papers/schug2024.md, Fig. 2C)."""
 
 import dataclasses
 import os

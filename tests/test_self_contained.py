@@ -29,7 +29,6 @@ FORBIDDEN = (
 EXEMPT = frozenset(
     {
         "CHANGELOG.md",  # history: it may say where the pages came from
-        "docs/results.md",  # docs/results.md: being split into docs/papers/ (issue 81)
     }
 )
 """Tracked files the check skips."""

@@ -27,7 +27,7 @@ PRESETS: dict[str, tuple[str, TrainConfig]] = {}
 
 # Madan et al. 2021: the agents on MiniGrid / BabyAI levels with BabyAI's PPO
 # (docs/specs/meta-rims.md, B3) or the fast and slow loops (B4). The paper gives no frame
-# budgets; these are CPU-scale budgets (1M frames), measured runs in docs/results.md.
+# budgets; these are CPU-scale budgets (1M frames), measured runs in docs/papers/madan2021.md.
 MADAN_LEVELS = {
     "doorkey-5x5": DoorKey5x5Config(),
     "gotoobj": GoToObjConfig(),

@@ -54,7 +54,7 @@ The `-cpu` presets keep the paper's networks and inner loops and scale down the 
 (32), the evaluation (every 350 steps, 256 tasks per pool) and the length (700 steps), sized
 from a measurement of the linear hypernetwork on one core: see `GRID_CPU_STEPS`.
 
-The other `-cpu` presets are CPU-scale versions (docs/results.md says how they differ).
+The other `-cpu` presets are CPU-scale versions (docs/papers/schug2024.md says how they differ).
 """
 
 import dataclasses
