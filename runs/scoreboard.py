@@ -102,12 +102,6 @@ class Verdict(StrEnum):
 
 
 VERDICT_ORDER = (Verdict.REPRODUCED, Verdict.DIRECTION, Verdict.NOT_REPRODUCED, Verdict.NOT_RUN)
-_MARK = {
-    Verdict.REPRODUCED: "✅",
-    Verdict.DIRECTION: "↗️",
-    Verdict.NOT_REPRODUCED: "❌",
-    Verdict.NOT_RUN: "⏳",
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -277,21 +271,30 @@ def _ours_value(row: Row) -> str:
 
 
 def table(rows: Sequence[Row], experiment: str, page: Path) -> str:
-    """The rows of one paper as a Markdown table (links relative to `page`)."""
+    """The rows of one paper as a Markdown table (links relative to `page`), then the scales
+    (S1, S2, ...) and commands (C1, C2, ...) the rows name, each written out once."""
+    scales: dict[str, str] = {}
+    commands: dict[str, str] = {}
+
+    def key(found: dict[str, str], value: str, letter: str) -> str:
+        if not value:
+            return ""
+        return found.setdefault(value, f"{letter}{len(found) + 1}")
+
     lines = [
-        "| claim | paper | ours (mean ± std over n seeds) | scale | verdict | figure | command |",
+        "| claim | paper | ours (mean ± std over n seeds) | verdict | scale | figure | command |",
         "|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         c = row.claim
         command = (
-            f"`zoo sweep {experiment}/{c.sweep} --out results/{c.sweep}"
-            f" && zoo report results/{c.sweep}`"
+            f"zoo sweep {experiment}/{c.sweep} --out results/{c.sweep}"
+            f" && zoo report results/{c.sweep}"
             if c.sweep
             else ""
         )
         at = f" at {c.at:,} {c.axis}" if c.at is not None else ""
-        verdict = f"{_MARK[row.verdict]} {row.verdict.value}"
+        verdict = f"**{row.verdict.value}**"
         if row.note:
             verdict += f" ({row.note})"
         lines.append(
@@ -302,14 +305,17 @@ def table(rows: Sequence[Row], experiment: str, page: Path) -> str:
                     f"{c.text} — `{c.label}` `{c.metric}`{at}",
                     _paper_value(c),
                     _ours_value(row),
-                    c.scale,
                     verdict,
+                    key(scales, c.scale, "S"),
                     _link(row.figure, page),
-                    command,
+                    key(commands, command, "C"),
                 )
             )
             + " |"
         )
+    lines.append("")
+    lines += [f"- **{k}**: {_cell(v)}" for v, k in scales.items()]
+    lines += [f"- **{k}**: `{v}`" for v, k in commands.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -323,7 +329,7 @@ def counts(rows: Iterable[Row]) -> dict[Verdict, int]:
 
 def summary_table(scored: Mapping[str, tuple[str, Sequence[Row]]], page: Path) -> str:
     """One line per paper: its counts of each verdict, linking its page."""
-    head = " | ".join(f"{_MARK[v]} {v.value}" for v in VERDICT_ORDER)
+    head = " | ".join(v.value for v in VERDICT_ORDER)
     lines = [f"| paper | {head} |", "|---|" + "---|" * len(VERDICT_ORDER)]
     for name, (paper, rows) in scored.items():
         link = Path(os.path.relpath(page.parent / "papers" / f"{name}.md", page.parent))

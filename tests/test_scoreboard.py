@@ -121,7 +121,7 @@ def test_pages_fill_the_markers_and_keep_the_rest(tmp_path):
     assert "old" not in page
     assert "direction reproduced" in page and "not run yet" in page
     assert "[figure](../../figures/sweep/figure.png)" in page
-    assert "`zoo sweep p/s --out results/s && zoo report results/s`" in page
+    assert "- **C1**: `zoo sweep p/s --out results/s && zoo report results/s`" in page
     home = out[docs / "index.md"]
     assert "| [P et al.](papers/p.md) | 0 | 1 | 0 | 1 |" in home and home.endswith("end\n")
     assert "## P et al." in out[docs / "scoreboard.md"]
