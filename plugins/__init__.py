@@ -1,10 +1,11 @@
 """The plugin registry.
 
-Plugins of each kind in `KINDS` (models, tasks, algorithms, experiments, hooks) are found
-through the kind's entry-point group (`zoo.models`, `zoo.tasks`, `zoo.algorithms`,
-`zoo.experiments`, `zoo.hooks`; built-in ones included), or added at run time with
-`register`. Each is described by a light spec (`ModelSpec`, `TaskSpec`, `AlgorithmSpec`,
-`ExperimentSpec`, `HookSpec`) whose factory is imported only when the plugin is built.
+Plugins of each kind in `KINDS` (models, tasks, algorithms, experiments, hooks, pretrained
+models) are found through the kind's entry-point group (`zoo.models`, `zoo.tasks`,
+`zoo.algorithms`, `zoo.experiments`, `zoo.hooks`, `zoo.pretrained`; built-in ones included),
+or added at run time with `register`. Each is described by a light spec (`ModelSpec`,
+`TaskSpec`, `AlgorithmSpec`, `ExperimentSpec`, `HookSpec`, `PretrainedSpec`) whose factory is
+imported only when the plugin is built (a pretrained model has none: `runs.load` reads it).
 
 A plugin package declares `dependencies = ["compgen-zoo"]` (`DISTRIBUTION`): the distribution
 that installs `zoo`, `tasks`, `plugins` and `runs`.
@@ -32,6 +33,7 @@ from ._registry import (
     list_tasks,
     model_spec,
     own_distribution,
+    pretrained_spec,
     register,
     reset,
     spec,
@@ -39,7 +41,15 @@ from ._registry import (
     unknown_groups,
     unregister,
 )
-from ._spec import AlgorithmSpec, ExperimentSpec, HookSpec, ModelSpec, Spec, TaskSpec
+from ._spec import (
+    AlgorithmSpec,
+    ExperimentSpec,
+    HookSpec,
+    ModelSpec,
+    PretrainedSpec,
+    Spec,
+    TaskSpec,
+)
 
 __distribution__ = "compgen-zoo"  # checked by runs.shadowing: a foreign `plugins` lacks it
 
@@ -56,6 +66,7 @@ __all__ = [
     "ModelSpec",
     "PluginError",
     "PluginWarning",
+    "PretrainedSpec",
     "Spec",
     "TaskSpec",
     "UnknownGroup",
@@ -71,6 +82,7 @@ __all__ = [
     "list_tasks",
     "model_spec",
     "own_distribution",
+    "pretrained_spec",
     "register",
     "reset",
     "spec",

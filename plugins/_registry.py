@@ -1,8 +1,9 @@
 """Discovery, run-time registration and lookup of plugin specs.
 
 The kinds of plugin are the rows of `KINDS`: each names an entry-point group (`zoo.models`,
-`zoo.tasks`, `zoo.algorithms`, `zoo.experiments`, `zoo.hooks`) and the spec type its entry
-points hold (`ModelSpec`, `TaskSpec`, `AlgorithmSpec`, `ExperimentSpec`, `HookSpec`). Everything
+`zoo.tasks`, `zoo.algorithms`, `zoo.experiments`, `zoo.hooks`, `zoo.pretrained`) and the spec
+type its entry points hold (`ModelSpec`, `TaskSpec`, `AlgorithmSpec`, `ExperimentSpec`,
+`HookSpec`, `PretrainedSpec`). Everything
 below is written once for every kind, so that a new kind is one row of `KINDS` plus its spec
 class. Loading an entry point imports only the module holding the spec, so that nothing here
 imports JAX model code.
@@ -24,7 +25,15 @@ import warnings
 from collections.abc import Iterable
 from typing import Generic, TypeVar, cast
 
-from ._spec import AlgorithmSpec, ExperimentSpec, HookSpec, ModelSpec, Spec, TaskSpec
+from ._spec import (
+    AlgorithmSpec,
+    ExperimentSpec,
+    HookSpec,
+    ModelSpec,
+    PretrainedSpec,
+    Spec,
+    TaskSpec,
+)
 
 _SpecT = TypeVar("_SpecT", bound=Spec)
 
@@ -121,6 +130,7 @@ KINDS: dict[str, Kind] = {
     "algorithms": Kind("zoo.algorithms", "algorithm", AlgorithmSpec),
     "experiments": Kind("zoo.experiments", "experiment", ExperimentSpec),
     "hooks": Kind("zoo.hooks", "hook", HookSpec),
+    "pretrained": Kind("zoo.pretrained", "pretrained model", PretrainedSpec),
 }
 """The kinds of plugin, keyed by the name `spec` and `entries` take (also the title of the
 kind's section in `zoo list`), in the order `zoo list` shows them."""
@@ -375,6 +385,12 @@ def hook_spec(name: str) -> HookSpec:
     """The spec of the training hook called `name`, or `dist:name`. Raises as `model_spec`
     does."""
     return cast(HookSpec, spec("hooks", name))
+
+
+def pretrained_spec(name: str) -> PretrainedSpec:
+    """The spec of the pretrained model called `name`, or `dist:name`. Raises as `model_spec`
+    does."""
+    return cast(PretrainedSpec, spec("pretrained", name))
 
 
 def list_models() -> list[Entry[ModelSpec]]:

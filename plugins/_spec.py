@@ -7,8 +7,10 @@ so that listing plugins never imports JAX model code.
 
 import dataclasses
 import importlib
+import importlib.resources
 import inspect
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -169,6 +171,50 @@ class HookSpec(Spec):
     def check_factory(self, factory: Callable[..., Any]) -> None:
         """Raise a `TypeError` if `factory` cannot be called as `factory(config, *, out)`."""
         _check_call(self, factory, "factory(config, *, out)", ("out",))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PretrainedSpec(Spec):
+    """A registered pretrained model (entry-point group `zoo.pretrained`): the directory `zoo
+    export` wrote (weights, `config.json`, `digests.json`, `card.json`, `card.md`), shipped
+    inside a package and loaded with `runs.load("pretrained:NAME")`.
+
+    `path` is a package resource, `"package:relative/dir"`, found with `importlib.resources`
+    (so it works from a wheel, an editable install or a zip), only when the model is loaded or
+    listed with its card."""
+
+    config: type = type(None)  # noqa: RUF009 (a constant)
+    """Unused (the model's settings are its `config.json`)."""
+    factory: str = ""
+    """Unused (a pretrained model is read, not built)."""
+    path: str = ""
+    """`"package:relative/dir"`: the exported directory, inside an importable package."""
+
+    def directory(self) -> Path:
+        """The exported directory `path` names, as a file-system path.
+
+        **Raises:** `ValueError` if `path` is not `"package:relative/dir"`, `ImportError` if the
+        package is not importable, `FileNotFoundError` if the directory is not there."""
+        package, _, relative = self.path.partition(":")
+        if not package or not relative:
+            raise ValueError(
+                f"PretrainedSpec {self.name!r}: path {self.path!r} must look like "
+                "'package:relative/dir'."
+            )
+        resource = importlib.resources.files(package).joinpath(*relative.strip("/").split("/"))
+        directory = Path(str(resource))
+        if not directory.is_dir():
+            raise FileNotFoundError(
+                f"PretrainedSpec {self.name!r}: {self.path!r} is no directory ({directory})."
+            )
+        return directory
+
+    def load(self) -> Callable[..., Any]:
+        """Pretrained models have no factory: use `runs.load("pretrained:NAME")`."""
+        raise TypeError(
+            f"PretrainedSpec {self.name!r} has no factory; load it with "
+            f"runs.load('pretrained:{self.name}')."
+        )
 
 
 def _resolve(target: str, name: str, what: str = "factory") -> Any:

@@ -908,7 +908,15 @@ def load(directory: Path | str, step: int | None = None) -> Loaded:
     Needs no training code: the model's structure is rebuilt (abstractly, without computing
     anything) from `config.json` and its arrays come from the newest readable checkpoint (or
     the one at `step`).
+
+    Also reads a pretrained model: `"pretrained:NAME"` (one a package registers in the
+    entry-point group `zoo.pretrained`) or the directory `zoo export` wrote
+    (`runs.pretrained`); its files are checked against their digests first.
     """
+    from . import pretrained
+
+    if str(directory).startswith(pretrained.PREFIX) or pretrained.is_export(directory):
+        return pretrained.load(directory, step=step)
     directory = Path(directory)
     config = read_config(directory)
     for kind in _KINDS:  # imported outside any trace (see `prepare`)

@@ -181,10 +181,10 @@ def test_a_new_kind_is_one_table_entry(tmp_path: pathlib.Path, monkeypatch):
     message = str(info_error.value)
     assert message.startswith("Unknown widget 'geer'.")
     assert "Did you mean 'gear'?" in message and "Available widgets: gear." in message
-    assert "every model, task, algorithm, experiment, hook and widget" in message
+    assert "every model, task, algorithm, experiment, hook, pretrained model and widget" in message
     with pytest.raises(
         ValueError,
-        match="kinds are 'models', 'tasks', 'algorithms', 'experiments', 'hooks', 'widgets'",
+        match="kinds are 'models', 'tasks', 'algorithms', 'experiments', 'hooks', 'pretrained', 'widgets'",
     ):
         plugins.spec("gadgets", "gear")
 

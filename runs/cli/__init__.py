@@ -4,7 +4,8 @@
 installed task and model is a subcommand with its own typed flags. `zoo eval DIR` evaluates a
 saved run, `zoo list` lists the plugins, `zoo info MODEL` shows a model's parameter counts,
 `zoo presets` shows the paper presets, `zoo sweep` / `zoo report` run and summarize grids of
-runs, `zoo show TASK` draws a few episodes of a task.
+runs, `zoo show TASK` draws a few episodes of a task, `zoo export` writes a run's model in
+the shippable layout and `zoo pretrained` lists the installed pretrained models.
 
 Each command is a small module of this package, `runs.cli.COMMAND`, whose `main(argv)` runs
 it; `main` here picks the module and imports only it.
@@ -28,6 +29,7 @@ commands:
                              --algorithm NAME picks the algorithm (default: from the kinds)
   train --preset NAME        meta-train a paper setting (zoo presets lists them; flags override)
   eval DIR                   evaluate a saved run on every evaluation pool of its task
+                             (DIR may be an exported model, or pretrained:NAME)
   list                       list the installed models and tasks with their distributions
   info MODEL [--task TASK]   a model's description, settings and parameter counts on a task
   presets                    list the named paper presets
@@ -38,6 +40,8 @@ commands:
   scan SPLIT [--out DIR]     write a SCAN split (generated) in SCAN's own file format
   show TASK [flags]          draw a few episodes of TASK as a PNG (--pool, --episodes, --seed,
                              --out, --task.* as in zoo train; the grid worlds draw themselves)
+  export RUN_DIR --to DIR    write a finished run's model, config, digests and card (shippable)
+  pretrained                 list the installed pretrained models (runs.load("pretrained:NAME"))
 """
 
 
@@ -53,6 +57,8 @@ COMMANDS = (
     "scoreboard",
     "scan",
     "show",
+    "export",
+    "pretrained",
 )
 """The commands, each the `main(argv) -> int` of its own module `runs.cli.COMMAND`, imported
 when it runs."""

@@ -19,7 +19,8 @@ class EvalCommand:
     DIR/eval-step2.json)."""
 
     directory: Annotated[Path, tyro.conf.Positional]
-    """The run directory."""
+    """The run directory, a directory `zoo export` wrote, or `pretrained:NAME` (`zoo
+    pretrained` lists them; its evaluation is printed, not written)."""
     inner_steps: int | None = None
     """Inner steps at evaluation (default: the run's)."""
     tasks: int | None = None
@@ -55,6 +56,15 @@ def main(argv: list[str]) -> int:
 
     from ..progress import Ticker
 
+    shipped = str(command.directory).startswith("pretrained:")
+    if shipped and command.activity > 0:
+        print(
+            "zoo eval: --activity writes into the run directory; export the pretrained model "
+            "first (its directory: zoo pretrained) or evaluate a copy.",
+            file=sys.stderr,
+        )
+        return 2
+
     try:
         with Ticker("zoo eval", enabled=command.progress) as ticker:
             ticker.phase(f"loading {command.directory}")
@@ -76,6 +86,8 @@ def main(argv: list[str]) -> int:
         print(f"zoo eval: {error}", file=sys.stderr)
         return 1
     print(format_metrics(result.step, result.pools, result.identification))
+    if shipped:  # a package's files are not the place for it
+        return 0
     try:  # after printing: a directory that cannot take the file loses nothing shown
         result = result.write()
     except OSError as error:

@@ -1,0 +1,23 @@
+"""`zoo pretrained`: the pretrained models installed (entry-point group `zoo.pretrained`)."""
+
+
+def main(argv: list[str]) -> int:
+    """Run `zoo pretrained`; the exit status."""
+    del argv
+    from ..pretrained import listing
+
+    rows = listing()
+    if not rows:
+        print(
+            "no pretrained models: none is registered (entry-point group zoo.pretrained); "
+            "zoo export RUN_DIR --to DIR writes one from a run, runs.load(DIR) reads it"
+        )
+        return 0
+    table = [("name", "paper", "task", "metric", "size", "distribution")]
+    for row in rows:
+        size = "-" if row.size is None else f"{row.size / 1e6:.2f} MB"
+        table.append((row.name, row.paper, row.task, row.metric, size, row.dist))
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    for r in table:
+        print("  ".join(f"{c:<{w}}" for c, w in zip(r, widths, strict=True)).rstrip())
+    return 0

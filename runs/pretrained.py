@@ -1,0 +1,427 @@
+"""Pretrained models: the shippable layout of a trained model, written from a finished run by
+`export` (`zoo export RUN_DIR --to DIR`) and read back by `runs.load(DIR)` or, for one a
+package registers in the entry-point group `zoo.pretrained` (a `plugins.PretrainedSpec`), by
+`runs.load("pretrained:NAME")`.
+
+    DIR/model/         an Orbax checkpoint of the model's arrays alone (no optimizer state),
+                       a tree keyed by field paths as in a run's checkpoints (`runs.checkpoint`)
+    DIR/config.json    the run's whole `TrainConfig`, from which the model's structure is rebuilt
+    DIR/digests.json   the sha256 of every other file
+    DIR/card.json      the model card: name, paper, preset, task, model, seed, steps, commit,
+                       host kind, final metrics, licence, what it is not, size in bytes
+    DIR/card.md        the card as a short text
+
+Everything is checked before anything compiles: the digests, that the card's model and task
+are installed, and that the saved arrays have the shapes and dtypes the config builds.
+"""
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+import equinox as eqx
+import numpy as np
+
+import plugins
+
+from .checkpoint import Checkpoints, _abstract_tree, _paths, from_tree, to_tree
+from .run import (
+    CONFIG_FILE,
+    Loaded,
+    RunError,
+    UnfinishedRunWarning,
+    _factory,
+    build,
+    read_config,
+    read_history,
+    read_metrics,
+)
+from .run import load as load_run
+
+PREFIX = "pretrained:"
+"""What `runs.load` reads as the name of a registered pretrained model."""
+MODEL_DIR = "model"
+DIGESTS_FILE = "digests.json"
+CARD_FILE = "card.json"
+CARD_TEXT = "card.md"
+LICENCE = "MIT"
+FORMAT = 1
+
+
+class PretrainedError(RunError):
+    """A pretrained model cannot be exported or loaded; the message says why."""
+
+
+# --------------------------------------------------------------------------- exporting
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _files(directory: Path) -> list[Path]:
+    """Every file under `directory` but the digests, as paths relative to it, sorted."""
+    return sorted(
+        p.relative_to(directory)
+        for p in directory.rglob("*")
+        if p.is_file() and p.relative_to(directory) != Path(DIGESTS_FILE)
+    )
+
+
+_UNMEASURED = ("step", "pool", "kind", "time", "fps")
+"""Fields of a metrics row that are no measurement of the model (or depend on the host)."""
+
+
+def _final_metrics(directory: Path) -> dict[str, Any]:
+    """The last value of every metric the run logged: training metrics (`train/NAME`) and each
+    pool's evaluation (`POOL/NAME`), with the step they were measured at."""
+    out: dict[str, Any] = {}
+    for row in read_metrics(directory):
+        prefix = row.get("pool") or "train"
+        for key, value in row.items():
+            if key in _UNMEASURED or not isinstance(value, int | float):
+                continue
+            out[f"{prefix}/{key}"] = value
+        if "step" in row:
+            out[f"{prefix}/step"] = row["step"]
+    return out
+
+
+def _paper(preset: str | None) -> str | None:
+    if not preset:
+        return None
+    try:
+        return plugins.experiment_spec(preset.partition("/")[0]).paper or None
+    except plugins.PluginError:
+        return None
+
+
+def _card_text(card: dict[str, Any]) -> str:
+    lines = [f"# {card['name']}", ""]
+    if card.get("paper"):
+        lines += [f"From {card['paper']}.", ""]
+    lines += [
+        f"Model `{card['model']}` trained on task `{card['task']}`"
+        + (f" (preset `{card['preset']}`)" if card.get("preset") else "")
+        + f", seed {card['seed']}, {card['steps']} steps, commit {card.get('commit') or '?'}"
+        + f", host {card.get('host_kind') or '?'}.",
+        "",
+        f"Not: {card['not']}." if card.get("not") else "Not: (unstated).",
+        "",
+        "Metrics at release:",
+        "",
+    ]
+    shown = [(k, v) for k, v in card["metrics"].items() if not k.endswith("/step")]
+    lines += [f"- {k}: {v:.6g}" for k, v in shown] or ["- (none)"]
+    lines += [
+        "",
+        f"Licence {card['licence']}; {card['size']} bytes. Load it with "
+        f"`runs.load(DIR)` or `zoo eval DIR`.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def export(
+    run: Path | str,
+    to: Path | str,
+    *,
+    name: str | None = None,
+    preset: str | None = None,
+    paper: str | None = None,
+    not_: str = "",
+) -> Path:
+    """Write the pretrained layout of the finished run `run` into `to` (which must not exist or
+    be empty): the model of its last step alone, its config, a model card and the digests.
+
+    **Arguments:**
+
+    - `name`: the card's name (default: `to`'s folder name).
+    - `preset`: the preset the run was trained with (its experiment's paper goes on the card).
+    - `paper`: the paper, if no preset names it.
+    - `not_`: what the model is not (e.g. "CPU scale, not the paper's size").
+
+    **Raises:** `PretrainedError` (a `runs.RunError`) if `run` is no run directory, the run is
+    not finished, or `to` is not empty; nothing is written then.
+
+    **Returns:** `to`."""
+    run, to = Path(run), Path(to)
+    if not (run / CONFIG_FILE).is_file():
+        raise PretrainedError(f"{run} holds no zoo run (no {CONFIG_FILE}); pass a run directory.")
+    if to.exists() and (not to.is_dir() or any(to.iterdir())):
+        raise PretrainedError(f"{to} is not empty: export into a new or empty directory.")
+    config = read_config(run)
+    if not (run / "checkpoints").is_dir():
+        raise PretrainedError(f"{run} has no checkpoints/ folder: the run saved no checkpoint.")
+    saved = Checkpoints(run, keep=config.run.keep, read_only=True).steps()
+    if not saved or saved[-1] < config.run.steps:
+        raise PretrainedError(
+            f"{run} is not finished: its newest checkpoint is of step "
+            f"{saved[-1] if saved else 'none'}, of {config.run.steps}. Resume it (zoo train "
+            f"--out {run}) before exporting it."
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnfinishedRunWarning)
+        model, config, step = load_run(run, step=saved[-1])
+    history = read_history(run)
+    start = history[0] if history else {}
+    card: dict[str, Any] = {
+        "format": FORMAT,
+        "name": name or to.absolute().name,
+        "paper": paper or _paper(preset),
+        "preset": preset,
+        "task": config.task_name,
+        "model": config.model_name,
+        "algorithm": config.algorithm_name,
+        "seed": config.run.seed,
+        "steps": step,
+        "commit": start.get("commit"),
+        "dirty": start.get("dirty"),
+        "version": start.get("version"),
+        "host_kind": start.get("device_kind"),
+        "cpu": start.get("cpu"),
+        "metrics": _final_metrics(run),
+        "licence": LICENCE,
+        "not": not_,
+    }
+    to.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{to.name}.", dir=to.absolute().parent))
+    try:
+        import orbax.checkpoint as ocp
+
+        checkpointer = ocp.StandardCheckpointer()
+        checkpointer.save(staging.absolute() / MODEL_DIR, to_tree(model))
+        checkpointer.wait_until_finished()
+        shutil.copyfile(run / CONFIG_FILE, staging / CONFIG_FILE)
+        model_bytes = sum((staging / p).stat().st_size for p in _files(staging))
+        card["size"] = model_bytes  # weights and config; the card itself is a few hundred bytes
+        (staging / CARD_FILE).write_text(json.dumps(card, indent=2) + "\n")
+        (staging / CARD_TEXT).write_text(_card_text(card))
+        digests = {str(p): _sha256(staging / p) for p in _files(staging)}
+        (staging / DIGESTS_FILE).write_text(json.dumps(digests, indent=2) + "\n")
+        if to.exists():
+            to.rmdir()
+        os.replace(staging, to)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return to
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def is_export(directory: Path | str) -> bool:
+    """Whether `directory` holds the pretrained layout (a card and a model)."""
+    directory = Path(directory)
+    return (directory / CARD_FILE).is_file() and (directory / MODEL_DIR).is_dir()
+
+
+def resolve(source: str | Path) -> Path:
+    """The directory of `source`: `"pretrained:NAME"` (or `"pretrained:dist:NAME"`), a
+    registered pretrained model, or a path.
+
+    **Raises:** `PretrainedError` if no pretrained model of that name is registered or its
+    directory is missing."""
+    text = str(source)
+    if not text.startswith(PREFIX):
+        return Path(source)
+    name = text[len(PREFIX) :]
+    try:
+        spec = plugins.pretrained_spec(name)
+    except plugins.PluginError as error:
+        raise PretrainedError(str(error)) from None
+    try:
+        return spec.directory()
+    except (ValueError, ImportError, FileNotFoundError) as error:
+        raise PretrainedError(str(error)) from None
+
+
+def read_card(directory: Path | str) -> dict[str, Any]:
+    """The model card (`card.json`) of an exported directory.
+
+    **Raises:** `PretrainedError` if there is none or it does not read."""
+    path = Path(directory) / CARD_FILE
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise PretrainedError(f"{path} cannot be read as a model card ({error}).") from None
+
+
+def verify(directory: Path | str) -> None:
+    """Check every file of an exported directory against its `digests.json`.
+
+    **Raises:** `PretrainedError` naming the files that differ, are missing or are not listed."""
+    directory = Path(directory)
+    try:
+        saved: dict[str, str] = json.loads((directory / DIGESTS_FILE).read_text())
+    except (OSError, ValueError) as error:
+        raise PretrainedError(f"{directory}: no readable {DIGESTS_FILE} ({error}).") from None
+    problems = []
+    for name, digest in sorted(saved.items()):
+        path = directory / name
+        if not path.is_file():
+            problems.append(f"{name} is missing")
+        elif _sha256(path) != digest:
+            problems.append(f"{name} does not match its digest")
+    listed = set(saved)
+    extra = [str(p) for p in _files(directory) if str(p) not in listed]
+    extra = [p for p in extra if p.startswith(f"{MODEL_DIR}/") or p in (CONFIG_FILE, CARD_FILE)]
+    problems += [f"{p} is not in {DIGESTS_FILE}" for p in extra]
+    if problems:
+        shown = "; ".join(problems[:3]) + (
+            f" and {len(problems) - 3} more" if len(problems) > 3 else ""
+        )
+        raise PretrainedError(
+            f"{directory} does not match its {DIGESTS_FILE}: {shown}. The files were changed or "
+            "corrupted; export or download them again."
+        )
+
+
+def _check_plugins(directory: Path, card: dict[str, Any]) -> None:
+    for kind, noun in (("models", "model"), ("tasks", "task")):
+        name = card.get(noun)
+        if not name:
+            raise PretrainedError(f"{directory / CARD_FILE} names no {noun}.")
+        bare = str(name).rpartition(":")[2]
+        try:
+            plugins.entry(kind, name)
+        except plugins.UnknownPluginError:
+            try:  # the distribution recorded may be another name for one that provides it
+                plugins.entry(kind, bare)
+            except plugins.PluginError as error:
+                raise PretrainedError(
+                    f"The pretrained model {card.get('name')!r} ({directory}) needs the {noun} "
+                    f"{name!r}, which is not installed: {str(error).splitlines()[0]} Install "
+                    "the package that provides it."
+                ) from None
+        except plugins.PluginError as error:
+            raise PretrainedError(str(error)) from None
+
+
+def _check_fit(directory: Path, like: Any) -> None:
+    """Compare the arrays saved under `directory/model` with those the config builds."""
+    import orbax.checkpoint as ocp
+
+    metadata = ocp.StandardCheckpointer().metadata((directory / MODEL_DIR).absolute())
+    tree = getattr(getattr(metadata, "item_metadata", metadata), "tree", metadata)
+    saved = {".".join(p): (tuple(x.shape), np.dtype(x.dtype)) for p, x in _saved_paths(tree)}
+    wanted = {".".join(p): (tuple(x.shape), np.dtype(x.dtype)) for p, x in _paths(like)}
+    problems = [f"{k} is missing" for k in sorted(set(wanted) - set(saved))]
+    problems += [f"{k} is not in the model" for k in sorted(set(saved) - set(wanted))]
+    problems += [
+        f"{k} is {saved[k][1]}{list(saved[k][0])}, the config builds {wanted[k][1]}{list(wanted[k][0])}"
+        for k in sorted(set(saved) & set(wanted))
+        if saved[k] != wanted[k]
+    ]
+    if problems:
+        shown = "; ".join(problems[:3]) + (
+            f" and {len(problems) - 3} more" if len(problems) > 3 else ""
+        )
+        raise PretrainedError(
+            f"The weights in {directory / MODEL_DIR} do not fit the model its {CONFIG_FILE} "
+            f"builds: {shown}."
+        )
+
+
+def _saved_paths(tree: Any, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    if isinstance(tree, dict):
+        return [item for k, v in tree.items() for item in _saved_paths(v, (*prefix, str(k)))]
+    return [(prefix, tree)]
+
+
+def load(source: Path | str, step: int | None = None) -> Loaded:
+    """The model of an exported directory or of `"pretrained:NAME"`, with its config and step,
+    as `runs.load` of a run directory gives them.
+
+    **Raises:** `PretrainedError` (a `runs.RunError`) if a file does not match its digest, the
+    card names a model or task that is not installed, or the weights do not fit the config;
+    all checked before anything compiles."""
+    directory = resolve(source)
+    if not is_export(directory):
+        raise PretrainedError(
+            f"{directory} holds no exported model (no {CARD_FILE} and {MODEL_DIR}/)."
+        )
+    verify(directory)
+    card = read_card(directory)
+    _check_plugins(directory, card)
+    if step is not None and step != card.get("steps"):
+        raise PretrainedError(
+            f"{source} holds the model of step {card.get('steps')} only; asked for step {step}."
+        )
+    config = read_config(directory)
+    for kind in ("task", "model"):
+        _factory(config, kind)
+    _, like = eqx.filter_eval_shape(build, config)
+    _check_fit(directory, like)
+
+    import jax
+    import orbax.checkpoint as ocp
+
+    device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+    restored = ocp.StandardCheckpointer().restore(
+        (directory / MODEL_DIR).absolute(), _abstract_tree(like, device)
+    )
+    model = from_tree(like, restored)
+    return Loaded(model, config, int(card.get("steps", config.run.steps)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Listed:
+    """One row of `zoo pretrained`."""
+
+    name: str
+    dist: str
+    paper: str
+    task: str
+    metric: str
+    size: int | None
+    description: str
+
+
+def _headline(metrics: dict[str, Any]) -> str:
+    """The card's headline metric: an evaluation pool's accuracy or return if there is one,
+    else the last training loss."""
+    for suffix in ("accuracy", "return", "loss"):
+        for key, value in metrics.items():
+            if key.endswith(f"/{suffix}") and not key.startswith("train/"):
+                return f"{key} {value:.4g}"
+    for key, value in metrics.items():
+        if key.startswith("train/") and key != "train/step":
+            return f"{key} {value:.4g}"
+    return "-"
+
+
+def listing() -> list[Listed]:
+    """The registered pretrained models, with what their cards say (a card that cannot be
+    read is shown as such, not raised)."""
+    rows = []
+    for entry in plugins.entries("pretrained"):
+        spec = entry.spec
+        try:
+            card = read_card(spec.directory())  # pyright: ignore[reportAttributeAccessIssue]
+        except (PretrainedError, ValueError, ImportError, FileNotFoundError) as error:
+            rows.append(Listed(entry.name, entry.dist, "-", "-", f"unreadable: {error}", None, ""))
+            continue
+        rows.append(
+            Listed(
+                entry.name,
+                entry.dist,
+                card.get("paper") or "-",
+                str(card.get("task") or "-").rpartition(":")[2],
+                _headline(card.get("metrics") or {}),
+                card.get("size"),
+                spec.description,
+            )
+        )
+    return rows
