@@ -3,7 +3,18 @@
 
 def main(argv: list[str]) -> int:
     """Run `zoo pretrained`; the exit status."""
-    del argv
+    import sys
+
+    if argv and argv[0] in ("-h", "--help"):
+        print(
+            "usage: zoo pretrained\n\nList the installed pretrained models (entry-point group "
+            "zoo.pretrained): name, paper, task, metric, size, distribution. Load one with "
+            'runs.load("pretrained:NAME"), evaluate it with zoo eval pretrained:NAME.'
+        )
+        return 0
+    if argv:
+        print(f"zoo pretrained: takes no arguments, got {' '.join(argv)}", file=sys.stderr)
+        return 2
     from ..pretrained import listing
 
     rows = listing()
