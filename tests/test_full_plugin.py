@@ -1,6 +1,6 @@
 """A complete third-party package (`tests/plugin_full`: a model, a task, an algorithm, an
-experiment with presets and a sweep, and a hook), pip-installed and driven end to end through
-the `zoo` command line and `runs.load`, as a user of it would."""
+experiment with presets and a sweep, a hook and a pretrained model), pip-installed and driven
+end to end through the `zoo` command line and `runs.load`, as a user of it would."""
 
 import csv
 import json
@@ -38,7 +38,7 @@ def zoo(site: pathlib.Path, *args: str, timeout: int = 600) -> subprocess.Comple
 def test_every_kind_is_listed_with_its_distribution(site):
     listing = zoo(site, "list").stdout
     rows = [line.split()[:2] for line in listing.splitlines() if line.startswith("  ")]
-    for name in ("sine", "sine-mlp", "multitask", "sines", "step-log"):
+    for name in ("sine", "sine-mlp", "multitask", "sines", "step-log", "sine-anil-tiny"):
         assert [name, DIST] in rows, listing
     assert "failed plugins" not in listing
     presets = zoo(site, "presets").stdout
@@ -94,3 +94,27 @@ def test_the_plugin_sweep_runs_and_reports(site, tmp_path):
     paper = {row["label"]: row["paper"] for row in rows}
     assert paper == {"sine-anil": "0.5", "sine-multitask": ""}  # the plugin's reference value
     assert (out / "figure.png").is_file()
+
+
+def test_the_shipped_pretrained_model_lists_loads_and_re_evaluates_to_its_card(site):
+    """The package ships a `zoo export` of a 4-step run (zoo_full_plugin/pretrained/): `zoo
+    pretrained` lists it, `runs.load("pretrained:NAME")` reads it from the installed package,
+    and `zoo eval pretrained:NAME` prints its card's numbers (to the printed digits; the card
+    was measured on another host)."""
+    rows = [line.split() for line in zoo(site, "pretrained").stdout.splitlines()]
+    assert rows[0] == ["name", "paper", "task", "metric", "size", "distribution"]
+    assert rows[1][0] == "sine-anil-tiny" and rows[1][-1] == DIST and "sine" in rows[1]
+    code = "import runs; m = runs.load('pretrained:sine-anil-tiny'); print(type(m.model).__name__, m.step)"
+    assert zoo_python(site, code).stdout.split() == ["SineMLP", "4"]
+    card = json.loads((PACKAGE / "zoo_full_plugin/pretrained/sine-anil-tiny/card.json").read_text())
+    printed = zoo(site, "eval", "pretrained:sine-anil-tiny", "--no-progress").stdout
+    table = {line.split()[0]: line.split()[1:] for line in printed.splitlines()[1:] if line.strip()}
+    for pool in ("test", "ood"):
+        assert abs(float(table[pool][0]) - card["metrics"][f"{pool}/loss"]) < 1e-3, printed
+
+
+def zoo_python(site: pathlib.Path, code: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done

@@ -1,6 +1,10 @@
 """`zoo pretrained`: the pretrained models installed (entry-point group `zoo.pretrained`)."""
 
 
+def _size(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n / 1e3:.1f} kB"
+
+
 def main(argv: list[str]) -> int:
     """Run `zoo pretrained`; the exit status."""
     import sys
@@ -26,7 +30,7 @@ def main(argv: list[str]) -> int:
         return 0
     table = [("name", "paper", "task", "metric", "size", "distribution")]
     for row in rows:
-        size = "-" if row.size is None else f"{row.size / 1e6:.2f} MB"
+        size = "-" if row.size is None else _size(row.size)
         table.append((row.name, row.paper, row.task, row.metric, size, row.dist))
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     for r in table:

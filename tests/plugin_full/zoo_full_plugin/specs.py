@@ -1,6 +1,6 @@
 """The specs the entry points point at. Importing this module imports no JAX."""
 
-from plugins import AlgorithmSpec, ExperimentSpec, HookSpec, ModelSpec, TaskSpec
+from plugins import AlgorithmSpec, ExperimentSpec, HookSpec, ModelSpec, PretrainedSpec, TaskSpec
 
 from .config import MultitaskConfig, SineConfig, SineMLPConfig, StepLogConfig
 
@@ -39,4 +39,10 @@ step_log = HookSpec(
     config=StepLogConfig,
     factory="zoo_full_plugin.hooks:make",
     description="Full plugin: appends each step's loss to OUT/step-log.txt.",
+)
+
+sine_anil_tiny = PretrainedSpec(
+    name="sine-anil-tiny",
+    path="zoo_full_plugin:pretrained/sine-anil-tiny",
+    description="Full plugin: preset sines/sine-anil, 4 steps (zoo export of a test run).",
 )
