@@ -2,6 +2,7 @@
 
     import runs
     model, config, step = runs.load("results/my-run")   # the trained Equinox model
+    model, config, step = runs.load("pretrained:NAME")  # a shipped one (zoo pretrained lists them)
 
 Submodules are imported on first use (the CLI lists plugins without importing JAX).
 """
