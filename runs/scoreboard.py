@@ -153,7 +153,8 @@ def _read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def _mean_std(values: Sequence[float]) -> Stat:
+def mean_std(values: Sequence[float]) -> Stat:
+    """The mean and sample standard deviation of `values` (0 for one value)."""
     mean = sum(values) / len(values)
     if len(values) < 2:
         return Stat(mean, 0.0, len(values))
@@ -176,7 +177,7 @@ def _ours(root: Path, claim: Claim, label: str) -> Stat | None:
             and int(float(r[claim.axis])) == claim.at
             and r.get(claim.metric) not in (None, "")
         ]
-        return _mean_std(values) if values else None
+        return mean_std(values) if values else None
     if not summary.is_file():
         return None
     for r in _read_csv(summary):
@@ -192,9 +193,12 @@ def score(claim: Claim, root: Path) -> Row:
         figure = root / claim.figure if (root / claim.figure).is_file() else None
     ours = _ours(root, claim, claim.label)
     ours_than = _ours(root, claim, claim.than) if claim.than is not None else None
-    missing = [name for name, s in ((claim.label, ours), (claim.than, ours_than)) if s is None]
-    if claim.than is None:
-        missing = [claim.label] if ours is None else []
+    sides = (
+        ((claim.label, ours),)
+        if claim.than is None
+        else ((claim.label, ours), (claim.than, ours_than))
+    )
+    missing = [name for name, stat in sides if stat is None]
     if missing:
         where = f"{claim.data}" + (f" at {claim.at} {claim.axis}" if claim.at else "")
         note = f"no committed {claim.metric} of {', '.join(map(str, missing))} in {where}"

@@ -28,6 +28,7 @@ from jaxtyping import Float
 
 from .config import TrainConfig, to_dict
 from .lock import DirectoryLock, LockedError, atomic_write_bytes, atomic_write_text
+from .scoreboard import mean_std
 
 SWEEP_FILE = "sweep.json"
 
@@ -595,10 +596,8 @@ def _provenance(directory: Path) -> dict[str, str]:
 
 
 def _mean_std(values: list[float]) -> tuple[float, float]:
-    mean = sum(values) / len(values)
-    if len(values) < 2:
-        return mean, 0.0
-    return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    stat = mean_std(values)
+    return stat.mean, stat.std
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:

@@ -149,7 +149,7 @@ def _write(rows: list[dict], levels: list[str], out: Path) -> None:
         writer.writeheader()
         writer.writerows(summary)
     _plot(rows, summary, agents, levels, out.with_suffix(".png"))
-    print(f"wrote {out.with_suffix('.csv')}, {out.name}-summary.csv and {out.with_suffix('.png')}")
+    print(f"wrote {out.name}-summary.csv and {out.with_suffix('.png')} in {out.parent}")
 
 
 def _plot(rows, summary, agents, levels, path: Path) -> None:
