@@ -194,6 +194,11 @@ class RunConfig:
     """Checkpoints kept."""
     devices: int | None = None
     """Devices to split the meta-batch over (default: all local devices that divide it)."""
+    init: str | None = None
+    """Start from the model weights of `pretrained:NAME` (`zoo pretrained` lists them), a
+    directory `zoo export` wrote, or a finished run directory (its newest checkpoint), e.g. to
+    fine-tune it or to train it on another task; the shapes must be those this config builds.
+    The optimizer starts afresh."""
 
     def __post_init__(self):
         if self.steps < 0:

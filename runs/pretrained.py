@@ -140,6 +140,7 @@ def export(
     preset: str | None = None,
     paper: str | None = None,
     not_: str = "",
+    check: dict[str, Any] | None = None,
 ) -> Path:
     """Write the pretrained layout of the finished run `run` into `to` (which must not exist or
     be empty): the model of its last step alone, its config, a model card and the digests.
@@ -150,6 +151,9 @@ def export(
     - `preset`: the preset the run was trained with (its experiment's paper goes on the card).
     - `paper`: the paper, if no preset names it.
     - `not_`: what the model is not (e.g. "CPU scale, not the paper's size").
+    - `check`: a small fixed evaluation to record on the card, `{"eval": {FIELD: VALUE},
+      "metrics": {POOL/NAME: VALUE}}` (what `measure` gives): the run's `EvalConfig` with
+      these fields replaced, and what it measured at release. `recheck` measures it again.
 
     **Raises:** `PretrainedError` (a `runs.RunError`) if `run` is no run directory, the run is
     not finished, or `to` is not empty; nothing is written then.
@@ -194,6 +198,8 @@ def export(
         "licence": LICENCE,
         "not": not_,
     }
+    if check is not None:
+        card["check"] = check
     to.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{to.name}.", dir=to.absolute().parent))
     try:
@@ -216,6 +222,47 @@ def export(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return to
+
+
+def measure(
+    model: Any, config: Any, eval_overrides: dict[str, Any] | None = None
+) -> dict[str, float]:
+    """The evaluation of `model` as its run's config says (`runs.evaluate_all`, with the run's
+    fixed evaluation key), with the fields `eval_overrides` of its `EvalConfig` replaced (e.g.
+    `{"tasks": 16}` for a small fixed one), flattened to `{POOL/NAME: VALUE}`."""
+    from .run import build_task, evaluate_all
+
+    if eval_overrides:
+        config = dataclasses.replace(
+            config, eval=dataclasses.replace(config.eval, **eval_overrides)
+        )
+    task = build_task(config)
+    found = evaluate_all(model, task, config)
+    return {
+        f"{pool}/{name}": float(value)
+        for pool, values in found.items()
+        for name, value in values.items()
+        if isinstance(value, int | float | np.floating | np.integer) or np.ndim(value) == 0
+    }
+
+
+def recheck(source: Path | str) -> tuple[dict[str, float], dict[str, float]]:
+    """The small fixed evaluation a card records (`check`), measured again on the shipped
+    weights: `(recorded, measured)`, both `{POOL/NAME: VALUE}`.
+
+    **Raises:** `PretrainedError` if the card records no check, or (as `load`) the files do not
+    match their digests."""
+    directory = resolve(source)
+    loaded = load(directory)
+    card = read_card(directory)
+    check = card.get("check")
+    if not check:
+        raise PretrainedError(
+            f"{directory / CARD_FILE} records no check (a small fixed evaluation); export it "
+            "with check= (scripts/train_pretrained.py does)."
+        )
+    measured = measure(loaded.model, loaded.config, check.get("eval") or {})
+    return dict(check["metrics"]), {k: measured[k] for k in check["metrics"] if k in measured}
 
 
 # --------------------------------------------------------------------------- loading
@@ -316,6 +363,17 @@ def _check_fit(directory: Path, like: Any) -> None:
     metadata = ocp.StandardCheckpointer().metadata((directory / MODEL_DIR).absolute())
     tree = getattr(getattr(metadata, "item_metadata", metadata), "tree", metadata)
     saved = {".".join(p): (tuple(x.shape), np.dtype(x.dtype)) for p, x in _saved_paths(tree)}
+    problem = _misfit(saved, like)
+    if problem:
+        raise PretrainedError(
+            f"The weights in {directory / MODEL_DIR} do not fit the model its {CONFIG_FILE} "
+            f"builds: {problem}."
+        )
+
+
+def _misfit(saved: dict[str, tuple[tuple[int, ...], Any]], like: Any) -> str:
+    """What differs between the arrays `saved` (`{PATH: (shape, dtype)}`) and those of the
+    model `like` (abstract or not), in words; empty if they fit."""
     wanted = {".".join(p): (tuple(x.shape), np.dtype(x.dtype)) for p, x in _paths(like)}
     problems = [f"{k} is missing" for k in sorted(set(wanted) - set(saved))]
     problems += [f"{k} is not in the model" for k in sorted(set(saved) - set(wanted))]
@@ -324,14 +382,9 @@ def _check_fit(directory: Path, like: Any) -> None:
         for k in sorted(set(saved) & set(wanted))
         if saved[k] != wanted[k]
     ]
-    if problems:
-        shown = "; ".join(problems[:3]) + (
-            f" and {len(problems) - 3} more" if len(problems) > 3 else ""
-        )
-        raise PretrainedError(
-            f"The weights in {directory / MODEL_DIR} do not fit the model its {CONFIG_FILE} "
-            f"builds: {shown}."
-        )
+    if not problems:
+        return ""
+    return "; ".join(problems[:3]) + (f" and {len(problems) - 3} more" if len(problems) > 3 else "")
 
 
 def _saved_paths(tree: Any, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
@@ -374,6 +427,70 @@ def load(source: Path | str, step: int | None = None) -> Loaded:
     )
     model = from_tree(like, restored)
     return Loaded(model, config, int(card.get("steps", config.run.steps)))
+
+
+# --------------------------------------------------------------------------- starting from one
+
+
+def _init_source(source: str) -> tuple[Path, bool]:
+    """The directory of `run.init` and whether it is an export (else a run directory).
+
+    **Raises:** `PretrainedError` if it is neither."""
+    directory = resolve(source)
+    if is_export(directory):
+        return directory, True
+    if (directory / CONFIG_FILE).is_file():
+        return directory, False
+    raise PretrainedError(
+        f"run.init {source!r}: {directory} is neither a pretrained model (zoo pretrained lists "
+        "them; pass pretrained:NAME), a directory zoo export wrote, nor a run directory."
+    )
+
+
+def check_init(source: str, like: Any) -> None:
+    """Check, before anything compiles, that `run.init` names weights that fit the model
+    `like` (abstract, as `eqx.filter_eval_shape` builds it): for a pretrained model its digests,
+    plugins and saved shapes; for a run directory its config's shapes and a checkpoint.
+
+    **Raises:** `PretrainedError` saying what does not fit."""
+    directory, exported = _init_source(source)
+    if exported:
+        verify(directory)
+        _check_plugins(directory, read_card(directory))
+        import orbax.checkpoint as ocp
+
+        metadata = ocp.StandardCheckpointer().metadata((directory / MODEL_DIR).absolute())
+        tree = getattr(getattr(metadata, "item_metadata", metadata), "tree", metadata)
+        saved = {".".join(p): (tuple(x.shape), np.dtype(x.dtype)) for p, x in _saved_paths(tree)}
+    else:
+        config = read_config(directory)
+        steps = Checkpoints(directory, keep=config.run.keep, read_only=True).steps()
+        if not steps:
+            raise PretrainedError(f"run.init {source!r}: {directory} has saved no checkpoint.")
+        _, theirs = eqx.filter_eval_shape(build, config)
+        saved = {".".join(p): (tuple(x.shape), np.dtype(x.dtype)) for p, x in _paths(theirs)}
+    problem = _misfit(saved, like)
+    if problem:
+        raise PretrainedError(
+            f"run.init {source!r}: its weights do not fit the model this config builds: "
+            f"{problem}. Start from a model of the same kind and sizes (its config.json says "
+            "which), or leave --init out."
+        )
+
+
+def init_model(source: str, model: Any) -> Any:
+    """`model` with every array replaced by those of `run.init` (`check_init` first): a
+    pretrained model, an export or a run directory's newest checkpoint. Non-array leaves
+    (activations, names, sizes) stay `model`'s."""
+    check_init(source, model)
+    directory, exported = _init_source(source)
+    if exported:
+        theirs = load(directory).model
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnfinishedRunWarning)
+            theirs = load_run(directory).model
+    return from_tree(model, to_tree(theirs))
 
 
 @dataclasses.dataclass(frozen=True)

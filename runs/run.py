@@ -410,6 +410,10 @@ def prepare(
         task, model = eqx.filter_eval_shape(build, config)
     except ValueError as error:
         raise RunError(str(error)) from None
+    if config.run.init and not (resume and (Path(out) / CONFIG_FILE).exists()):
+        from .pretrained import check_init
+
+        check_init(config.run.init, model)
     task_entry, model_entry = plugin_entry(config, "task"), plugin_entry(config, "model")
     checks.check_episode(task_entry, task)
     checks.check_predictions(task_entry, model_entry, task, model)
@@ -819,6 +823,11 @@ def _train_in(
         resuming = (out / CONFIG_FILE).exists()
     # The other processes checked before process 0 could write (`_train_multiprocess`).
     changes = _check_directory(config, out, resuming, task, model, allow_changes) if primary else []
+    if config.run.init and not resuming:  # the weights of a trained model; checked in prepare
+        from .pretrained import init_model
+
+        status.phase(f"reading the weights of {config.run.init}")
+        model = init_model(config.run.init, model)
     algorithm = build_algorithm(config, task, model)
     _, train_key, eval_key = _keys(config.run.seed)
     state = algorithm.init(task, model, train_key)

@@ -226,3 +226,57 @@ def test_pretrained_spec_paths_are_checked():
     with pytest.raises(TypeError, match=r"runs\.load"):
         plugins.PretrainedSpec("x", path="plugins:x").load()
     assert dataclasses.fields(plugins.PretrainedSpec)[0].name == "name"
+
+
+def test_a_recorded_check_is_measured_again_bit_equal(run_dir, tmp_path):
+    model, config, _ = runs.load(run_dir)
+    small = {"tasks": 2, "batch": 2}
+    recorded = pretrained.measure(model, config, small)
+    assert "test/accuracy" in recorded and "ood/loss" in recorded
+    assert recorded != pretrained.measure(model, config)  # 2 tasks per pool, not the run's 4
+    to = pretrained.export(
+        run_dir, tmp_path / "checked", check={"eval": small, "metrics": recorded}
+    )
+    assert pretrained.read_card(to)["check"]["eval"] == small
+    card_says, measured = pretrained.recheck(to)
+    assert card_says == measured == recorded
+    with pytest.raises(PretrainedError, match="records no check"):
+        pretrained.recheck(pretrained.export(run_dir, tmp_path / "unchecked"))
+
+
+def _first_model(directory: Path):
+    """The model of a run's step-0 checkpoint (what it started from)."""
+    return runs.load(directory, step=0).model
+
+
+def test_init_starts_a_run_from_pretrained_weights_and_records_it(run_dir, exported, tmp_path):
+    trained = runs.load(exported).model
+    fresh = _first_model(run_dir)
+    for source in (str(exported), str(run_dir)):
+        out = tmp_path / f"from-{Path(source).name}"
+        config = make_tiny_config(steps=2, eval_every=2, seed=1, init=source)
+        runs.train(config, out, progress=False)
+        assert runs.run.read_config(out).run.init == source
+        started = _first_model(out)
+        for a, b in zip(_arrays(trained), _arrays(started), strict=True):
+            assert np.array_equal(a, b)
+        assert not all(
+            np.array_equal(a, c) for a, c in zip(_arrays(started), _arrays(fresh), strict=True)
+        )
+
+
+def test_init_with_weights_that_do_not_fit_fails_before_compiling(exported, tmp_path, monkeypatch):
+    def no_compiling(*args, **kwargs):
+        raise AssertionError("compiled")
+
+    monkeypatch.setattr(eqx, "filter_jit", no_compiling)
+    config = make_tiny_config(steps=2, init=str(exported))
+    bigger = dataclasses.replace(config, model=dataclasses.replace(config.model, hidden=16))
+    out = tmp_path / "misfit"
+    with pytest.raises(runs.RunError, match=r"run\.init .*do not fit.*16.*leave --init out"):
+        runs.train(bigger, out, progress=False)
+    assert not out.exists()
+    with pytest.raises(runs.RunError, match="neither a pretrained model"):
+        runs.train(make_tiny_config(init=str(tmp_path)), tmp_path / "x", progress=False)
+    with pytest.raises(runs.RunError, match="tiny-hypernt"):
+        runs.train(make_tiny_config(init="pretrained:tiny-hypernt"), tmp_path / "y", progress=False)
