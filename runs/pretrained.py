@@ -118,11 +118,23 @@ def _card_text(card: dict[str, Any]) -> str:
         "",
         f"Not: {card['not']}." if card.get("not") else "Not: (unstated).",
         "",
-        "Metrics at release:",
+        "Metrics at release (the last evaluation of the run):",
         "",
     ]
-    shown = [(k, v) for k, v in card["metrics"].items() if not k.endswith("/step")]
-    lines += [f"- {k}: {v:.6g}" for k, v in shown] or ["- (none)"]
+    metrics = {k: v for k, v in card["metrics"].items() if not k.endswith("/step")}
+    evaluated = {k: v for k, v in metrics.items() if not k.startswith("train/")}
+    lines += [f"- {k}: {v:.6g}" for k, v in evaluated.items()] or ["- (no evaluation)"]
+    trained = {k: v for k, v in metrics.items() if k.startswith("train/")}
+    if trained:
+        lines += ["", "Training metrics of the last step logged:", ""]
+        lines += [f"- {k}: {v:.6g}" for k, v in trained.items()]
+    check = card.get("check")
+    if check:
+        overrides = ", ".join(f"{k}={v}" for k, v in (check.get("eval") or {}).items())
+        lines += ["", f"A small fixed evaluation (eval: {overrides or 'as trained'}):", ""]
+        lines += [f"- {k}: {v:.6g}" for k, v in check["metrics"].items()]
+    for what, command in (card.get("commands") or {}).items():
+        lines += ["", f"{what.capitalize()}: `{command}`"]
     lines += [
         "",
         f"Licence {card['licence']}; {card['size']} bytes. Load it with "
@@ -141,6 +153,7 @@ def export(
     paper: str | None = None,
     not_: str = "",
     check: dict[str, Any] | None = None,
+    commands: dict[str, str] | None = None,
 ) -> Path:
     """Write the pretrained layout of the finished run `run` into `to` (which must not exist or
     be empty): the model of its last step alone, its config, a model card and the digests.
@@ -154,6 +167,8 @@ def export(
     - `check`: a small fixed evaluation to record on the card, `{"eval": {FIELD: VALUE},
       "metrics": {POOL/NAME: VALUE}}` (what `measure` gives): the run's `EvalConfig` with
       these fields replaced, and what it measured at release. `recheck` measures it again.
+    - `commands`: the commands that re-create it, by what they do (e.g. `{"train": ...,
+      "check": ...}`), shown on the card.
 
     **Raises:** `PretrainedError` (a `runs.RunError`) if `run` is no run directory, the run is
     not finished, or `to` is not empty; nothing is written then.
@@ -200,6 +215,8 @@ def export(
     }
     if check is not None:
         card["check"] = check
+    if commands:
+        card["commands"] = commands
     to.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{to.name}.", dir=to.absolute().parent))
     try:
@@ -509,7 +526,7 @@ class Listed:
 def _headline(metrics: dict[str, Any]) -> str:
     """The card's headline metric: an evaluation pool's accuracy or return if there is one,
     else the last training loss."""
-    for suffix in ("accuracy", "return", "loss"):
+    for suffix in ("accuracy", "success", "return", "loss"):
         for key, value in metrics.items():
             if key.endswith(f"/{suffix}") and not key.startswith("train/"):
                 return f"{key} {value:.4g}"
@@ -527,14 +544,17 @@ def listing() -> list[Listed]:
         spec = entry.spec
         try:
             card = read_card(spec.directory())  # pyright: ignore[reportAttributeAccessIssue]
-        except (PretrainedError, ValueError, ImportError, FileNotFoundError) as error:
+        except FileNotFoundError:
+            rows.append(Listed(entry.name, entry.dist, "-", "-", "missing: no directory", None, ""))
+            continue
+        except (PretrainedError, ValueError, ImportError) as error:
             rows.append(Listed(entry.name, entry.dist, "-", "-", f"unreadable: {error}", None, ""))
             continue
         rows.append(
             Listed(
                 entry.name,
                 entry.dist,
-                card.get("paper") or "-",
+                str(card.get("paper") or "-").partition(",")[0],
                 str(card.get("task") or "-").rpartition(":")[2],
                 _headline(card.get("metrics") or {}),
                 card.get("size"),
