@@ -46,6 +46,9 @@ from .run import load as load_run
 
 PREFIX = "pretrained:"
 """What `runs.load` reads as the name of a registered pretrained model."""
+HUB_PREFIX = "hf:"
+"""What `runs.load` reads as a Hugging Face Hub repository (`hf:OWNER/REPO[@REVISION]`)
+holding an export, fetched into the Hub's cache by `huggingface_hub` (the `hub` extra)."""
 MODEL_DIR = "model"
 DIGESTS_FILE = "digests.json"
 CARD_FILE = "card.json"
@@ -291,13 +294,49 @@ def is_export(directory: Path | str) -> bool:
     return (directory / CARD_FILE).is_file() and (directory / MODEL_DIR).is_dir()
 
 
+def _from_hub(reference: str) -> Path:
+    """The local snapshot of the Hub repository `OWNER/REPO[@REVISION]`: downloaded into the
+    Hub's cache (`HF_HUB_CACHE`) unless it is there; with `HF_HUB_OFFLINE=1`, the cache only."""
+    repo_id, _, revision = reference.partition("@")
+    if repo_id.count("/") != 1 or not all(repo_id.split("/")):
+        raise PretrainedError(
+            f"{HUB_PREFIX}{reference}: name a Hub repository as hf:OWNER/REPO or "
+            "hf:OWNER/REPO@REVISION."
+        )
+    try:
+        import huggingface_hub
+    except ImportError:
+        raise PretrainedError(
+            f"{HUB_PREFIX}{reference} needs huggingface_hub: pip install 'compgen-zoo[hub]' "
+            "(or pip install huggingface_hub)."
+        ) from None
+    from .provenance import _version
+
+    try:
+        path = huggingface_hub.snapshot_download(
+            repo_id,
+            revision=revision or None,
+            library_name="compgen-zoo",
+            library_version=_version("compgen-zoo"),
+        )
+    except Exception as error:  # not found, offline with nothing cached, no access
+        raise PretrainedError(
+            f"{HUB_PREFIX}{reference} could not be fetched from the Hugging Face Hub or its "
+            f"cache: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        ) from None
+    return Path(str(path))
+
+
 def resolve(source: str | Path) -> Path:
     """The directory of `source`: `"pretrained:NAME"` (or `"pretrained:dist:NAME"`), a
-    registered pretrained model, or a path.
+    registered pretrained model; `"hf:OWNER/REPO[@REVISION]"`, a Hugging Face Hub repository
+    holding an export (its snapshot in the Hub's cache); or a path.
 
     **Raises:** `PretrainedError` if no pretrained model of that name is registered or its
-    directory is missing."""
+    directory is missing, or the Hub repository cannot be fetched."""
     text = str(source)
+    if text.startswith(HUB_PREFIX):
+        return _from_hub(text[len(HUB_PREFIX) :])
     if not text.startswith(PREFIX):
         return Path(source)
     name = text[len(PREFIX) :]

@@ -919,12 +919,15 @@ def load(directory: Path | str, step: int | None = None) -> Loaded:
     the one at `step`).
 
     Also reads a pretrained model: `"pretrained:NAME"` (one a package registers in the
-    entry-point group `zoo.pretrained`) or the directory `zoo export` wrote
-    (`runs.pretrained`); its files are checked against their digests first.
+    entry-point group `zoo.pretrained`), the directory `zoo export` wrote (`runs.pretrained`),
+    or `"hf:OWNER/REPO[@REVISION]"`, such a directory on the Hugging Face Hub (the `hub`
+    extra); its files are checked against their digests first.
     """
     from . import pretrained
 
-    if str(directory).startswith(pretrained.PREFIX) or pretrained.is_export(directory):
+    if str(directory).startswith(
+        (pretrained.PREFIX, pretrained.HUB_PREFIX)
+    ) or pretrained.is_export(directory):
         return pretrained.load(directory, step=step)
     directory = Path(directory)
     config = read_config(directory)

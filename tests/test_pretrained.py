@@ -280,3 +280,42 @@ def test_init_with_weights_that_do_not_fit_fails_before_compiling(exported, tmp_
         runs.train(make_tiny_config(init=str(tmp_path)), tmp_path / "x", progress=False)
     with pytest.raises(runs.RunError, match="tiny-hypernt"):
         runs.train(make_tiny_config(init="pretrained:tiny-hypernt"), tmp_path / "y", progress=False)
+
+
+def _hub_cache(exported: Path, cache: Path, repo: str = "someone/tiny-hypernet") -> str:
+    """Lay `exported` out as the Hugging Face Hub's cache holds a downloaded snapshot of `repo`
+    (refs/main naming a commit, snapshots/COMMIT/ holding the files)."""
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    root = cache / f"models--{repo.replace('/', '--')}"
+    (root / "refs").mkdir(parents=True)
+    (root / "refs" / "main").write_text(commit)
+    shutil.copytree(exported, root / "snapshots" / commit)
+    return commit
+
+
+def test_a_hub_repository_loads_from_the_cache_offline(run_dir, exported, tmp_path):
+    pytest.importorskip("huggingface_hub")
+    import subprocess
+
+    cache = tmp_path / "hub"
+    commit = _hub_cache(exported, cache)
+    env = {**__import__("os").environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
+    code = (
+        "import runs, numpy as np, equinox as eqx, jax.tree_util as jtu\n"
+        "a = runs.load('hf:someone/tiny-hypernet').model\n"
+        f"b = runs.load('hf:someone/tiny-hypernet@{commit}').model\n"
+        f"c = runs.load({str(run_dir)!r}).model\n"
+        "leaves = lambda m: [np.asarray(x) for x in jtu.tree_leaves(eqx.filter(m, eqx.is_array))]\n"
+        "print(all(np.array_equal(x, y) and np.array_equal(x, z) for x, y, z in zip(leaves(a), leaves(b), leaves(c))))\n"
+        "try:\n"
+        "    runs.load('hf:someone/not-cached')\n"
+        "except runs.RunError as error:\n"
+        "    print('refused:', error)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "True"
+    assert lines[1].startswith("refused: hf:someone/not-cached could not be fetched")
+    with pytest.raises(PretrainedError, match="hf:OWNER/REPO"):
+        runs.load("hf:no-owner")

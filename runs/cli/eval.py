@@ -19,8 +19,9 @@ class EvalCommand:
     DIR/eval-step2.json)."""
 
     directory: Annotated[Path, tyro.conf.Positional]
-    """The run directory, a directory `zoo export` wrote, or `pretrained:NAME` (`zoo
-    pretrained` lists them; its evaluation is printed, not written)."""
+    """The run directory, a directory `zoo export` wrote, `pretrained:NAME` (`zoo pretrained`
+    lists them) or `hf:OWNER/REPO[@REVISION]` (an export on the Hugging Face Hub; the `hub`
+    extra); of the last two the evaluation is printed, not written."""
     inner_steps: int | None = None
     """Inner steps at evaluation (default: the run's)."""
     tasks: int | None = None
@@ -56,7 +57,7 @@ def main(argv: list[str]) -> int:
 
     from ..progress import Ticker
 
-    shipped = str(command.directory).startswith("pretrained:")
+    shipped = str(command.directory).startswith(("pretrained:", "hf:"))
     if shipped and command.activity > 0:
         print(
             "zoo eval: --activity writes into the run directory; export the pretrained model "
