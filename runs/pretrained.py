@@ -601,3 +601,49 @@ def listing() -> list[Listed]:
             )
         )
     return rows
+
+
+# --------------------------------------------------------------------------- the shipped table
+
+
+def _evaluated(metrics: dict[str, Any]) -> str:
+    """The evaluation metrics a reader compares (accuracies, success, losses of the pools)."""
+    shown = [
+        f"{k} {v:.4g}"
+        for k, v in metrics.items()
+        if not k.startswith("train/") and k.rpartition("/")[2] in ("accuracy", "success", "loss")
+    ]
+    return "; ".join(shown) or "-"
+
+
+def shipped_table(dist: str | None = None) -> str:
+    """A Markdown table of the pretrained models `dist` (default: this zoo's distribution)
+    registers, from their cards: name, paper, task and model, how long it trained, its
+    evaluation at release, the small check, its weight in bytes, and the call that loads it."""
+    dist = dist or plugins.own_distribution()
+    lines = [
+        "| name | paper | task, model, algorithm | trained | evaluation at release | weighs |",
+        "|---|---|---|---|---|---|",
+    ]
+    total = 0
+    for entry in plugins.entries("pretrained"):
+        if entry.dist != dist:
+            continue
+        try:
+            card = read_card(entry.spec.directory())  # pyright: ignore[reportAttributeAccessIssue]
+        except (PretrainedError, ValueError, ImportError, FileNotFoundError):
+            lines.append(f"| `{entry.name}` | — | — | — | not exported yet | — |")
+            continue
+        metrics = card.get("metrics") or {}
+        frames = metrics.get("train/frames")
+        trained = f"{card['steps']:,} steps" + (f", {frames:,.0f} frames" if frames else "")
+        paper = str(card.get("paper") or "-").partition(",")[0]
+        total += int(card.get("size") or 0)
+        lines.append(
+            f"| `{entry.name}` | {paper} | {str(card['task']).rpartition(':')[2]}, "
+            f"{str(card['model']).rpartition(':')[2]}, {card.get('algorithm') or '-'} | "
+            f"{trained}, seed {card['seed']} | "
+            f"{_evaluated(metrics)} | {int(card.get('size') or 0) / 1e6:.2f} MB |"
+        )
+    lines += ["", f"{len(lines) - 2} models, {total / 1e6:.1f} MB in all.", ""]
+    return "\n".join(lines)

@@ -9,6 +9,8 @@ is typed by hand:
 - `docs/scoreboard.md`: every claim of every installed experiment, grouped by paper;
 - between the markers `<!-- scoreboard:start -->` and `<!-- scoreboard:end -->` of
   `docs/papers/<experiment>.md`: that paper's rows;
+- between `<!-- pretrained:start -->` and `<!-- pretrained:end -->` of docs/pretrained.md
+  and README.md, the table of the shipped pretrained models, from their cards;
 - between `<!-- scoreboard:summary:start -->` and `<!-- scoreboard:summary:end -->` of
   `docs/index.md`: the counts of each verdict per paper.
 
@@ -377,6 +379,7 @@ def pages(
         "do not edit. -->\n\n",
         RULE + "\n\n",
         summary_table(scored, board) + "\n",
+        "Trained models of these papers ship with the zoo: [pretrained models](pretrained.md).\n\n",
     ]
     out: dict[Path, str] = {}
     for name, (paper, rows) in scored.items():
@@ -401,6 +404,19 @@ def pages(
             summary_table(scored, home) + "\nEvery row, its rule and its command: "
             "[the scoreboard](scoreboard.md).\n",
             home,
+        )
+    from .pretrained import shipped_table
+
+    shipped = docs / "pretrained.md", docs.parent / "README.md"
+    for page in (
+        p for p in shipped if p.is_file() and "<!-- pretrained:start -->" in p.read_text()
+    ):
+        out[page] = _replace_block(
+            page.read_text(),
+            "<!-- pretrained:start -->",
+            "<!-- pretrained:end -->",
+            shipped_table(),
+            page,
         )
     return out
 
