@@ -21,7 +21,7 @@ import textwrap
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 from jaxtyping import Float
@@ -29,6 +29,9 @@ from jaxtyping import Float
 from .config import TrainConfig, to_dict
 from .lock import DirectoryLock, LockedError, atomic_write_bytes, atomic_write_text
 from .scoreboard import mean_std
+
+if TYPE_CHECKING:
+    from .cluster import ClusterConfig
 
 SWEEP_FILE = "sweep.json"
 
@@ -208,9 +211,15 @@ def run_sweep(
     jobs: int = 1,
     reuse: Sequence[Path] = (),
     keep: int | None = None,
+    cluster: "ClusterConfig | None" = None,
 ) -> list[str]:
     """Train every run of `sweep` for every seed under `out`, skipping finished runs and
     resuming interrupted ones; then write the report. Returns the failures (empty if none).
+
+    With a `cluster` (`runs.cluster.ClusterConfig`) whose executor submits (`local`, `slurm`),
+    the runs are submitted as submitit jobs instead (`runs.cluster.submit`: none twice, a failed
+    one again) and the report is written once every run has finished; the failures are then the
+    runs whose job ended before they did.
 
     `keep` sets how many checkpoints each run keeps (default: each run's own), e.g. 1 where the
     run directories must travel; it changes no number, so a run may resume under another.
@@ -227,6 +236,11 @@ def run_sweep(
 
     if jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {jobs}.")
+    if cluster is not None and cluster.submits and jobs != 1:
+        raise ValueError(
+            f"--jobs goes with --executor processes; with --executor {cluster.executor} every "
+            "run is a job (--array-parallelism sets how many run at once)."
+        )
     if steps is not None and steps < 1:
         raise ValueError(f"--steps must be at least 1, got {steps}.")
     if keep is not None and keep < 1:
@@ -243,12 +257,16 @@ def run_sweep(
             raise ValueError(f"--reuse {source} is not a directory; name sweep directories.")
     try:
         with DirectoryLock(out, "zoo sweep"):
-            return _run_sweep(sweep, name, out, todo, seeds, steps, progress, jobs, reuse)
+            return _run_sweep(
+                sweep, name, out, todo, seeds, steps, progress, jobs, reuse, cluster
+            )
     except LockedError as error:
         raise RunError(str(error)) from None
 
 
-def _run_sweep(sweep, name, out, todo, seeds, steps, progress, jobs, reuse=()) -> list[str]:
+def _run_sweep(
+    sweep, name, out, todo, seeds, steps, progress, jobs, reuse=(), cluster=None
+) -> list[str]:
     """`run_sweep`, its directory locked."""
     import jax
 
@@ -270,6 +288,17 @@ def _run_sweep(sweep, name, out, todo, seeds, steps, progress, jobs, reuse=()) -
             continue
         resume = (directory / "config.json").exists()
         pending.append(_Pending(f"[{i}/{len(todo)}]", run.label, seed, config, directory, resume))
+    if cluster is not None and cluster.submits:
+        from .cluster import submit
+
+        found = submit(out, name, [(p.label, p.seed, p.config) for p in pending], cluster)
+        if all(s.state == "finished" for s in found):
+            report(out)
+        return [
+            f"{s.label} seed {s.seed}: its job {s.job_id} ended before the run (log {s.log})"
+            for s in found
+            if s.state == "failed" and cluster.wait
+        ]
     if jobs > 1:
         failures = _run_in_processes(pending, jobs, out / "logs")
         report(out)

@@ -3,7 +3,7 @@
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import tyro
 
@@ -15,9 +15,9 @@ class SweepCommand:
     Writes the report (zoo report DIR) at the end."""
 
     name: Annotated[str, tyro.conf.Positional]
-    """The sweep (zoo sweeps lists them)."""
-    out: Path
-    """Directory of the sweep's runs and report."""
+    """The sweep (zoo sweeps lists them); with --status, also its directory."""
+    out: Path | None = None
+    """Directory of the sweep's runs and report (required, but with --status DIR)."""
     seeds: tuple[int, ...] | None = None
     """Seeds (default: the sweep's own, e.g. 0 1 2)."""
     steps: int | None = None
@@ -36,6 +36,33 @@ class SweepCommand:
     keep: int | None = None
     """Checkpoints each run keeps (default: each run's own, 3); 1 keeps only the last, e.g. for
     run directories that must travel back from a GPU machine. Changes no number."""
+    status: bool = False
+    """Print where each run is (finished / running / queued / failed, with its log /
+    interrupted / not started) and submit or train nothing: zoo sweep DIR --status."""
+    executor: Literal["processes", "local", "slurm"] = "processes"
+    """processes: this command trains the runs (--jobs at once). local: submitit jobs on this
+    machine; slurm: a SLURM job array (submitit; pip install 'compgen-zoo[cluster]'). Both
+    submit each unfinished run not already queued or running, record the jobs in
+    DIR/jobs.json and return: run the same command again to resubmit failed runs (they resume
+    from their newest checkpoint) and, once all are finished, write the report."""
+    partition: str | None = None
+    """SLURM partition (default: the cluster's)."""
+    gpus_per_run: int = 0
+    """GPUs of each run; above 1, one process per GPU, joined by jax.distributed."""
+    cpus_per_run: int | None = None
+    """CPU cores of each run's process (sbatch --cpus-per-task)."""
+    nodes_per_run: int = 1
+    """Nodes of each run (its GPUs split evenly over them)."""
+    time: int = 240
+    """Minutes a job may run; at the limit (or preempted) it is requeued and resumes."""
+    array_parallelism: int = 64
+    """Jobs of the array that run at once."""
+    mem_gb: int | None = None
+    """Memory per node of a job, in GB (default: the cluster's)."""
+    slurm: tuple[str, ...] = ()
+    """Further sbatch settings as KEY=VALUE, e.g. account=my-lab qos=high."""
+    wait: bool = False
+    """With --executor local or slurm: wait until the submitted jobs end, then report."""
 
 
 def main(argv: list[str]) -> int:
@@ -45,10 +72,36 @@ def main(argv: list[str]) -> int:
     from ..sweeps import run_sweep
 
     command = tyro.cli(SweepCommand, args=argv, prog="zoo sweep")
+    if command.status:
+        return _status(command)
+    if command.out is None:
+        print("zoo sweep: --out DIR is required (the sweep's directory).", file=sys.stderr)
+        return 2
+    from ..cluster import ClusterConfig, ClusterError
+
     try:
         sweep = get_sweep(command.name)
+        cluster = ClusterConfig(
+            executor=command.executor,
+            partition=command.partition,
+            gpus_per_run=command.gpus_per_run,
+            cpus_per_run=command.cpus_per_run,
+            nodes_per_run=command.nodes_per_run,
+            time=command.time,
+            array_parallelism=command.array_parallelism,
+            mem_gb=command.mem_gb,
+            slurm=command.slurm,
+            wait=command.wait,
+        )
+        if cluster.submits:
+            from ..cluster import _submitit
+
+            _submitit()  # says what to install before anything else is done
     except UnknownNameError as error:
         print(f"zoo sweep: {error.args[0]}", file=sys.stderr)
+        return 2
+    except ClusterError as error:
+        print(f"zoo sweep: {error}", file=sys.stderr)
         return 2
     try:
         failures = run_sweep(
@@ -62,6 +115,7 @@ def main(argv: list[str]) -> int:
             jobs=command.jobs,
             reuse=command.reuse,
             keep=command.keep,
+            cluster=cluster,
         )
     except ValueError as error:
         print(f"zoo sweep: {error}", file=sys.stderr)
@@ -69,7 +123,77 @@ def main(argv: list[str]) -> int:
     except RunInterrupted as error:
         print(f"zoo sweep: {error} Run the same zoo sweep command to go on.", file=sys.stderr)
         return 130
+    if cluster.submits:
+        from ..cluster import print_statuses, statuses
+        from ..sweeps import plan
+
+        items = [
+            (r.label, s, c)
+            for r, s, c in plan(sweep, command.seeds, command.steps, command.keep)
+            if not command.only or r.label in command.only
+        ]
+        found = statuses(command.out, items)
+        print_statuses(found)
+        if all(s.state == "finished" for s in found):
+            print(f"sweep {command.name}: report in {command.out}")
+        else:
+            print(
+                f"sweep {command.name}: submitted; zoo sweep {command.out} --status shows "
+                "where each run is, the same command again resubmits failed runs and writes "
+                "the report once all are finished"
+            )
+        for failure in failures:
+            print(f"  failed: {failure}", file=sys.stderr)
+        return 1 if failures else 0
     print(f"sweep {command.name}: report in {command.out}")
     for failure in failures:
         print(f"  failed: {failure}", file=sys.stderr)
     return 1 if failures else 0
+
+
+def _status(command: SweepCommand) -> int:
+    """`zoo sweep DIR --status` (or `zoo sweep NAME --out DIR --status`)."""
+    import json
+
+    from ..cluster import ClusterError, print_statuses, statuses
+    from ..run import config_from_dict
+    from ..sweeps import SWEEP_FILE, Sweep, SweepRun, plan
+
+    out = command.out if command.out is not None else Path(command.name)
+    record_path = out / SWEEP_FILE
+    if not record_path.is_file():
+        print(
+            f"zoo sweep --status: {out} holds no sweep ({SWEEP_FILE}); pass the sweep's "
+            "directory, zoo sweep DIR --status.",
+            file=sys.stderr,
+        )
+        return 2
+    record = json.loads(record_path.read_text())
+    try:  # the runs as the sweep's record holds them (no need of the experiment's plugin)
+        sweep = Sweep(
+            record.get("description", ""),
+            tuple(
+                SweepRun(r["label"], config_from_dict(r["config"]), r.get("facets", {}))
+                for r in record["runs"]
+            ),
+            metrics=tuple(record.get("metrics", ())),
+            x=record.get("x", ""),
+            seeds=tuple(record["seeds"]),
+            seed_task=record.get("seed_task", False),
+        )
+    except Exception as error:  # a record of another version
+        print(f"zoo sweep --status: {record_path} cannot be read ({error}).", file=sys.stderr)
+        return 2
+    seeds = command.seeds if command.seeds is not None else tuple(record["seeds"])
+    steps = command.steps if command.steps is not None else record.get("steps")
+    items = [
+        (r.label, s, c)
+        for r, s, c in plan(sweep, seeds, steps)
+        if not command.only or r.label in command.only
+    ]
+    try:
+        print_statuses(statuses(out, items))
+    except ClusterError as error:
+        print(f"zoo sweep --status: {error}", file=sys.stderr)
+        return 2
+    return 0
