@@ -386,8 +386,7 @@ def submit(
         }
         verb = "resubmitted" if status.state == "failed" else "submitted"
         print(
-            f"{label} seed {seed}: {verb} as job {submitted.job_id} "
-            f"(log {submitted.paths.stderr})",
+            f"{label} seed {seed}: {verb} as job {submitted.job_id} (log {submitted.paths.stderr})",
             file=sys.stderr,
         )
     _write_jobs(out, records)

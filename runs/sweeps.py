@@ -257,9 +257,7 @@ def run_sweep(
             raise ValueError(f"--reuse {source} is not a directory; name sweep directories.")
     try:
         with DirectoryLock(out, "zoo sweep"):
-            return _run_sweep(
-                sweep, name, out, todo, seeds, steps, progress, jobs, reuse, cluster
-            )
+            return _run_sweep(sweep, name, out, todo, seeds, steps, progress, jobs, reuse, cluster)
     except LockedError as error:
         raise RunError(str(error)) from None
 
