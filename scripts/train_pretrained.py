@@ -41,7 +41,8 @@ class Recipe:
     preset: str
     not_: str
     check: dict[str, Any]
-    """The small fixed evaluation (fields of the run's `EvalConfig` replaced) on the card."""
+    """The small fixed evaluation on the card: `{"tasks": N}`, the run's `EvalConfig` with N
+    tasks (or episodes) per pool, what `zoo eval pretrained:NAME --tasks N` prints."""
     seed: int = 0
 
     @property
@@ -60,8 +61,8 @@ _MADAN_NOT = (
     "CPU scale (1,000,000 frames, 64 environments), not the paper's frames; one seed; the "
     "faithful reading of 0.2.0's presets"
 )
-_SMALL_META = {"tasks": 32, "batch": 32}
-_SMALL_RL = {"tasks": 16, "batch": 16}
+_SMALL_META = {"tasks": 32}
+_SMALL_RL = {"tasks": 16}
 
 RECIPES = [
     Recipe(
@@ -93,13 +94,13 @@ RECIPES = [
         "lake2019-meta-seq2seq-addjump",
         "lake2019/addjump-permutation",
         "one seed of the paper's five; the paper's network and 10,000 episodes",
-        {"tasks": 8, "batch": 8},
+        {"tasks": 8},
     ),
     Recipe(
         "lake2019-seq2seq-addjump",
         "lake2019/addjump-standard-seq2seq",
         "one seed of the paper's five; the baseline, which the paper shows fails add-jump",
-        {"tasks": 8, "batch": 8},
+        {"tasks": 8},
     ),
     Recipe("madan2021-lstm-doorkey-5x5", "madan2021/doorkey-5x5-lstm", _MADAN_NOT, _SMALL_RL),
     Recipe("madan2021-rims-doorkey-5x5", "madan2021/doorkey-5x5-rims", _MADAN_NOT, _SMALL_RL),
@@ -168,6 +169,7 @@ def train(recipe: Recipe, work: Path, reuse: list[Path], progress: bool) -> Path
         not_=recipe.not_,
         check={"eval": recipe.check, "metrics": metrics},
         commands={
+            "evaluate": f"zoo eval pretrained:{recipe.name} --tasks {recipe.check['tasks']}",
             "train": f"python scripts/train_pretrained.py {recipe.name}",
             "check": f"python scripts/train_pretrained.py --check {recipe.name}",
         },

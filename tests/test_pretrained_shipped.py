@@ -75,3 +75,18 @@ def test_a_shipped_model_re_evaluates_to_its_card(name):
     else:
         for key, value in recorded.items():
             assert abs(measured[key] - value) <= SCRIPT.TOLERANCE, key
+
+
+def test_zoo_eval_of_a_shipped_agent_prints_its_cards_check(capsys):
+    """What the README shows: `zoo eval pretrained:NAME --tasks N` prints the card's check."""
+    import runs.cli
+
+    name = "madan2021-rims-doorkey-5x5"
+    card = pretrained.read_card(SCRIPT.BY_NAME[name].directory)
+    tasks = card["check"]["eval"]["tasks"]
+    assert card["commands"]["evaluate"] == f"zoo eval pretrained:{name} --tasks {tasks}"
+    assert runs.cli.main(["eval", f"pretrained:{name}", "--tasks", str(tasks), "--no-progress"]) == 0
+    header, row = capsys.readouterr().out.splitlines()[:2]
+    printed = dict(zip(header.split()[1:-2], map(float, row.split()[1:]), strict=True))
+    for metric, value in printed.items():
+        assert value == pytest.approx(card["check"]["metrics"][f"eval/{metric}"], abs=5e-5)
