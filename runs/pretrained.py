@@ -611,7 +611,9 @@ def _evaluated(metrics: dict[str, Any]) -> str:
     shown = [
         f"{k} {v:.4g}"
         for k, v in metrics.items()
-        if not k.startswith("train/") and k.rpartition("/")[2] in ("accuracy", "success", "loss")
+        if not k.startswith("train/")
+        and k.rpartition("/")[2] in ("accuracy", "success", "loss")
+        and not k.partition("/")[0].rpartition("_")[2].isdigit()  # not ood_K: one per K
     ]
     return "; ".join(shown) or "-"
 
