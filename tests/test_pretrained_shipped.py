@@ -85,7 +85,9 @@ def test_zoo_eval_of_a_shipped_agent_prints_its_cards_check(capsys):
     card = pretrained.read_card(SCRIPT.BY_NAME[name].directory)
     tasks = card["check"]["eval"]["tasks"]
     assert card["commands"]["evaluate"] == f"zoo eval pretrained:{name} --tasks {tasks}"
-    assert runs.cli.main(["eval", f"pretrained:{name}", "--tasks", str(tasks), "--no-progress"]) == 0
+    assert (
+        runs.cli.main(["eval", f"pretrained:{name}", "--tasks", str(tasks), "--no-progress"]) == 0
+    )
     header, row = capsys.readouterr().out.splitlines()[:2]
     printed = dict(zip(header.split()[1:-2], map(float, row.split()[1:]), strict=True))
     for metric, value in printed.items():
