@@ -21,6 +21,10 @@ training step runs them) on the arrays of a real iteration, and each is timed wi
 - `loss`: the PPO epochs' forward passes alone (`PPO.loss` on every minibatch of every epoch,
   minibatches gathered as `PPO.learn` gathers them, no gradient);
 - `grad`: the same with the gradient (`jax.value_and_grad`); backward = `grad - loss`;
+  `grad_core`: the gradient of every trained leaf but the observation encoders' (the core and
+  the heads), so that the backward splits into `grad_core - loss` (core and heads) and
+  `grad - grad_core` (the encoders' backward, and the core's gradient with respect to their
+  output, which `grad_core` need not compute);
 - `optimizer`: the epochs' optimizer updates alone (`PPO.optimizer.update` and
   `eqx.apply_updates` with a fixed gradient, once per minibatch);
 - `learn`: `PPO.learn` whole (gather, gradient, update, metrics), for comparison;
@@ -174,10 +178,21 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
     per_batch = settings.minibatch // settings.recurrence // mesh.size
     batches = count // per_batch
 
-    def minibatches(model, data, key, fn):
+    def without_encoders(model):
+        """The trainable leaves of `model` less its observation encoders (`image`,
+        `instruction`, where the agent has them)."""
+        keep = ppo.trainable(model)
+        for name in ("image", "instruction"):
+            if getattr(model, name, None) is not None:
+                off = jtu.tree_map(lambda _: False, getattr(model, name))
+                keep = eqx.tree_at(lambda m, name=name: getattr(m, name), keep, off)
+        return keep
+
+    def minibatches(model, data, key, fn, trainable=None):
         """`fn(trained, frozen, batch, key)` on every minibatch of every epoch, the minibatches
-        drawn and gathered as `PPO.learn` does."""
-        trained, frozen = eqx.partition(model, ppo.trainable(model))
+        drawn and gathered as `PPO.learn` does (`trained`: the leaves `trainable(model)`
+        selects, by default the algorithm's trained leaves)."""
+        trained, frozen = eqx.partition(model, (trainable or ppo.trainable)(model))
 
         def minibatch(carry, inputs):
             index, key = inputs
@@ -205,7 +220,7 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
 
         return minibatches(model, data, key, fn)
 
-    def loss_and_grad(model, data, key):
+    def loss_and_grad(model, data, key, trainable=None):
         def fn(trained, frozen, batch, key):
             def loss(trained):
                 return ppo.loss(eqx.combine(trained, frozen), batch, key)[0]
@@ -214,7 +229,10 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
             grads = jax.lax.pmean(grads, "batch")
             return value + sum(jnp.sum(g) for g in jtu.tree_leaves(grads))
 
-        return minibatches(model, data, key, fn)
+        return minibatches(model, data, key, fn, trainable)
+
+    def grad_without_encoders(model, data, key):
+        return loss_and_grad(model, data, key, without_encoders)
 
     def optimizer_only(model, opt_state, key):
         trained, _ = eqx.partition(model, ppo.trainable(model))
@@ -241,6 +259,7 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
         "gae": best_time(piece(advantages), model, rollout, new_actors, last_key, repeats=r),
         "loss": best_time(piece(loss_only), model, data, learn_key, repeats=r),
         "grad": best_time(piece(loss_and_grad), model, data, learn_key, repeats=r),
+        "grad_core": best_time(piece(grad_without_encoders), model, data, learn_key, repeats=r),
         "optimizer": best_time(piece(optimizer_only), model, opt_state, learn_key, repeats=r),
         "learn": best_time(piece(learn), model, opt_state, data, learn_key, repeats=r),
     }
@@ -334,14 +353,16 @@ def main() -> None:
     )
     print(f"{'whole iteration (train_chunk, per iteration)':<58} {total * 1e3:8.2f} {1:7.1%}")
     print("for comparison:")
-    for what, key in (
-        ("collect (agent + environment)", "collect"),
-        ("agent alone over the rollout's observations", "agent"),
-        ("learn whole", "learn"),
-        ("metrics of one call to the host (device_get)", "host"),
-        ("a call of one iteration", "call1"),
+    for what, seconds in (
+        ("collect (agent + environment)", t["collect"]),
+        ("agent alone over the rollout's observations", t["agent"]),
+        ("backward of the core and heads (grad_core - loss)", t["grad_core"] - t["loss"]),
+        ("backward into the encoders (grad - grad_core)", t["grad"] - t["grad_core"]),
+        ("learn whole", t["learn"]),
+        ("metrics of one call to the host (device_get)", t["host"]),
+        ("a call of one iteration", t["call1"]),
     ):
-        print(f"  {what:<56} {t[key] * 1e3:8.2f} {t[key] / total:7.1%}")
+        print(f"  {what:<56} {seconds * 1e3:8.2f} {seconds / total:7.1%}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result | {"load": load, "table": rows}, f, indent=2)
