@@ -414,17 +414,22 @@ def _check_plugins(directory: Path, card: dict[str, Any]) -> None:
 
 def _check_fit(directory: Path, like: Any) -> None:
     """Compare the arrays saved under `directory/model` with those the config builds."""
-    import orbax.checkpoint as ocp
-
-    metadata = ocp.StandardCheckpointer().metadata((directory / MODEL_DIR).absolute())
-    tree = getattr(getattr(metadata, "item_metadata", metadata), "tree", metadata)
-    saved = {".".join(p): (tuple(x.shape), np.dtype(x.dtype)) for p, x in _saved_paths(tree)}
-    problem = _misfit(saved, like)
+    problem = _misfit(_saved_shapes(directory), like)
     if problem:
         raise PretrainedError(
             f"The weights in {directory / MODEL_DIR} do not fit the model its {CONFIG_FILE} "
             f"builds: {problem}."
         )
+
+
+def _saved_shapes(directory: Path) -> dict[str, tuple[tuple[int, ...], Any]]:
+    """`{PATH: (shape, dtype)}` of the arrays saved under `directory/model`, from Orbax's
+    metadata (nothing is read but it)."""
+    import orbax.checkpoint as ocp
+
+    metadata = ocp.StandardCheckpointer().metadata((directory / MODEL_DIR).absolute())
+    tree = getattr(getattr(metadata, "item_metadata", metadata), "tree", metadata)
+    return {".".join(p): (tuple(x.shape), np.dtype(x.dtype)) for p, x in _saved_paths(tree)}
 
 
 def _misfit(saved: dict[str, tuple[tuple[int, ...], Any]], like: Any) -> str:
@@ -513,11 +518,7 @@ def check_init(source: str, like: Any) -> None:
     if exported:
         verify(directory)
         _check_plugins(directory, read_card(directory))
-        import orbax.checkpoint as ocp
-
-        metadata = ocp.StandardCheckpointer().metadata((directory / MODEL_DIR).absolute())
-        tree = getattr(getattr(metadata, "item_metadata", metadata), "tree", metadata)
-        saved = {".".join(p): (tuple(x.shape), np.dtype(x.dtype)) for p, x in _saved_paths(tree)}
+        saved = _saved_shapes(directory)
     else:
         config = read_config(directory)
         steps = Checkpoints(directory, keep=config.run.keep, read_only=True).steps()
