@@ -10,7 +10,7 @@ in a Python loop (`reset` when an episode ends) for `--minigrid-seconds`, and th
 if it is installed, xminigrid (a published JAX grid-world library) on the same levels it has,
 measured the same way in the same process: its `GymAutoResetWrapper`, random actions over its
 6 actions, the sum of its observation read. It is not a dependency of the zoo; install it
-beside it to compare (`pip install xminigrid`, which brings flax).
+beside it to compare (`pip install -e ".[bench]"`, which installs `xminigrid` and flax).
 
     python scripts/benchmark_envs.py [--envs 1024] [--steps 128] [--repeats 3]
     python scripts/benchmark_envs.py --levels doorkey-8x8 --json out.json

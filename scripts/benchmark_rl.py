@@ -7,7 +7,7 @@ minibatches and frames.
         [--minibatches 2] [--epochs 4] [--model lstm-agent|rims-agent] [--repeats 2]
         [--zoo-lr 1e-3] [--xland-conv patches|flax] [--json out.json]
 
-Needs `xminigrid` beside the zoo (`pip install xminigrid`, which brings flax); without it the
+Needs `xminigrid` beside the zoo (`pip install -e ".[bench]"`, which installs `xminigrid` and flax); without it the
 script says so and exits with status 2.
 
 **The zoo side** is the public API: `runs.run.build` / `build_algorithm` of a `TrainConfig`
@@ -716,7 +716,7 @@ def main() -> None:
     except ImportError:
         print(
             "benchmark_rl.py compares against XLand-MiniGrid, which is not installed: "
-            "pip install xminigrid",
+            "pip install -e '.[bench]' (or pip install xminigrid)",
             file=sys.stderr,
         )
         sys.exit(2)
