@@ -217,6 +217,10 @@ def test_bad_cluster_settings_and_a_missing_submitit_are_clear_errors(
         ClusterConfig(executor="slurm", slurm=("account",))
     with pytest.raises(ValueError, match="--jobs goes with --executor processes"):
         run_sweep(_sweep(4), "test/tiny", tmp_path / "x", jobs=2, cluster=ClusterConfig("local"))
+    with pytest.raises(SystemExit) as exit_info:  # refused by the parser, before any work
+        main(["sweep", "schug2024/fig3b-cpu", "--out", str(tmp_path / "z"), "--wait"])
+    assert exit_info.value.code == 2 and "--wait goes with" in capsys.readouterr().err
+    assert not (tmp_path / "z").exists()
     monkeypatch.setitem(sys.modules, "submitit", None)  # as if it were not installed
     from runs.cluster import _submitit
 

@@ -3,9 +3,11 @@
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 import tyro
+
+from ..cluster import ClusterConfig, ClusterError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,30 +41,11 @@ class SweepCommand:
     status: bool = False
     """Print where each run is (finished / running / queued / failed, with its log /
     interrupted / not started) and submit or train nothing: zoo sweep DIR --status."""
-    executor: Literal["processes", "local", "slurm"] = "processes"
-    """processes: this command trains the runs (--jobs at once). local: submitit jobs on this
-    machine; slurm: a SLURM job array (submitit; pip install 'compgen-zoo[cluster]'). Both
-    submit each unfinished run not already queued or running, record the jobs in
-    DIR/jobs.json and return: run the same command again to resubmit failed runs (they resume
-    from their newest checkpoint) and, once all are finished, write the report."""
-    partition: str | None = None
-    """SLURM partition (default: the cluster's)."""
-    gpus_per_run: int = 0
-    """GPUs of each run; above 1, one process per GPU, joined by jax.distributed."""
-    cpus_per_run: int | None = None
-    """CPU cores of each run's process (sbatch --cpus-per-task)."""
-    nodes_per_run: int = 1
-    """Nodes of each run (its GPUs split evenly over them)."""
-    time: int = 240
-    """Minutes a job may run; at the limit (or preempted) it is requeued and resumes."""
-    array_parallelism: int = 64
-    """Jobs of the array that run at once."""
-    mem_gb: int | None = None
-    """Memory per node of a job, in GB (default: the cluster's)."""
-    slurm: tuple[str, ...] = ()
-    """Further sbatch settings as KEY=VALUE, e.g. account=my-lab qos=high."""
-    wait: bool = False
-    """With --executor local or slurm: wait until the submitted jobs end, then report."""
+    cluster: Annotated[ClusterConfig, tyro.conf.OmitArgPrefixes] = dataclasses.field(
+        default_factory=ClusterConfig
+    )
+    """Where the runs train (--executor processes, local or slurm) and, for jobs, with what
+    resources: the fields of `runs.cluster.ClusterConfig`, as flags without a prefix."""
 
 
 def main(argv: list[str]) -> int:
@@ -77,22 +60,9 @@ def main(argv: list[str]) -> int:
     if command.out is None:
         print("zoo sweep: --out DIR is required (the sweep's directory).", file=sys.stderr)
         return 2
-    from ..cluster import ClusterConfig, ClusterError
-
+    cluster = command.cluster
     try:
         sweep = get_sweep(command.name)
-        cluster = ClusterConfig(
-            executor=command.executor,
-            partition=command.partition,
-            gpus_per_run=command.gpus_per_run,
-            cpus_per_run=command.cpus_per_run,
-            nodes_per_run=command.nodes_per_run,
-            time=command.time,
-            array_parallelism=command.array_parallelism,
-            mem_gb=command.mem_gb,
-            slurm=command.slurm,
-            wait=command.wait,
-        )
         if cluster.submits:
             from ..cluster import _submitit
 
