@@ -862,7 +862,7 @@ def _train_in(
     if not checkpoints.steps():
         status.phase("saving the first checkpoint")
         checkpoints.save(state)
-    state = replicate(state, algorithm.mesh)
+    state = algorithm.place(state)
     if multiprocess():  # the task's arrays are inputs of the step over the global mesh
         task = replicate(task, algorithm.mesh)
 

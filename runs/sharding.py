@@ -1,4 +1,5 @@
-"""Devices: a 1-D mesh over the devices of every process, replication onto it, and sharded means.
+"""Devices: a 1-D mesh over the devices of every process, replication onto it or a split over it,
+and sharded means.
 
 Shared by every algorithm: a batch of independent items (tasks, environments) is split over the
 mesh axis with `jax.shard_map`, each device computes on its share, and the results (gradients,
@@ -64,6 +65,32 @@ def replicate(tree: PyTree, mesh: Mesh) -> PyTree:
     else:
         arrays = jax.device_put(arrays, sharding)
     return eqx.combine(arrays, static)
+
+
+def split(tree: PyTree, mesh: Mesh) -> PyTree:
+    """`tree` with its array leaves split along their first axis over the devices of `mesh`
+    (as `jax.shard_map` places outputs of `PartitionSpec(AXIS)`): a batch of independent items,
+    such as environments, that each device steps on its share of. In a multi-process run every
+    process passes the whole batch, the same values, and keeps its devices' slices."""
+    sharding = NamedSharding(mesh, PartitionSpec(AXIS))
+    arrays, static = eqx.partition(tree, eqx.is_array)
+    if mesh.is_multi_process:
+        arrays = jax.tree_util.tree_map(lambda x: _global_split(x, sharding), arrays)
+    else:
+        arrays = jax.device_put(arrays, sharding)
+    return eqx.combine(arrays, static)
+
+
+def _global_split(x: jax.Array, sharding: NamedSharding) -> jax.Array:
+    """The array spanning several processes, split along its first axis, of this process's
+    copy of the whole `x`."""
+    if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+        data = _global_split(jax.random.key_data(x), sharding)
+        return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
+    if isinstance(x, jax.Array) and not x.is_fully_addressable:
+        return x  # already global
+    local = np.asarray(x)
+    return jax.make_array_from_callback(local.shape, sharding, lambda index: local[index])
 
 
 def _global(x: jax.Array, sharding: NamedSharding) -> jax.Array:

@@ -41,7 +41,6 @@ from runs.algorithms.base import train_chunk
 from runs.config import TrainConfig
 from runs.presets import get_preset
 from runs.run import build, build_algorithm, resolve
-from runs.sharding import replicate
 
 
 def authors_setting(world: str) -> TrainConfig:
@@ -73,7 +72,7 @@ def benchmark(name: str, config: TrainConfig, steps_per_call: int, calls: int) -
     config = resolve(config)
     task, model = build(config)
     algorithm = build_algorithm(config, task, model)
-    state = replicate(algorithm.init(task, model, jr.key(0)), algorithm.mesh)
+    state = algorithm.place(algorithm.init(task, model, jr.key(0)))
     flops_per_step = step_flops(algorithm, task, state)
 
     t0 = time.perf_counter()

@@ -35,7 +35,6 @@ import jax.random as jr
 from runs.algorithms.base import train_chunk
 from runs.presets import get_preset
 from runs.run import build, build_algorithm
-from runs.sharding import replicate
 
 PRESET = "schug2024/hyperteacher-compositional-cpu"
 """The setting the authors' code was timed on."""
@@ -156,7 +155,7 @@ def main() -> None:
     )
     task, model = build(config)
     algorithm = build_algorithm(config, task, model)
-    state = replicate(algorithm.init(task, model, jr.key(0)), algorithm.mesh)
+    state = algorithm.place(algorithm.init(task, model, jr.key(0)))
     n = args.steps_per_call
     flops_per_step = step_flops(algorithm, task, state)
 

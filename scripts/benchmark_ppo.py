@@ -27,7 +27,6 @@ def benchmark(task: str, model: str, settings, iterations: int, calls: int) -> d
     from runs.algorithms.base import train_chunk
     from runs.config import TrainConfig
     from runs.run import build, build_algorithm, resolve
-    from runs.sharding import replicate
 
     config = resolve(
         TrainConfig(
@@ -41,7 +40,7 @@ def benchmark(task: str, model: str, settings, iterations: int, calls: int) -> d
     )
     env, agent = build(config)
     algorithm = build_algorithm(config, env, agent)
-    state = replicate(algorithm.init(env, agent, jr.key(0)), algorithm.mesh)
+    state = algorithm.place(algorithm.init(env, agent, jr.key(0)))
     start = time.perf_counter()
     state, metrics = train_chunk(algorithm, env, state, iterations)
     jax.block_until_ready(metrics)

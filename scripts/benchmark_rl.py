@@ -5,7 +5,7 @@ minibatches and frames.
 
     python scripts/benchmark_rl.py [--frames 500000] [--envs 64] [--rollout 40]
         [--minibatches 2] [--epochs 4] [--model lstm-agent|rims-agent] [--repeats 2]
-        [--zoo-lr 1e-3] [--xland-conv patches|flax] [--json out.json]
+        [--zoo-lr 1e-3] [--xland-conv patches|flax] [--cpu-devices 1] [--json out.json]
 
 Needs `xminigrid` beside the zoo (`pip install -e ".[bench]"`, which installs `xminigrid` and flax); without it the
 script says so and exits with status 2.
@@ -27,9 +27,10 @@ a GRU core, tanh heads), its rollout with `GymAutoResetWrapper` and
 `DirectionObservationWrapper` on `xminigrid.make("MiniGrid-DoorKey-5x5")`, its GAE, its PPO
 loss (advantages normalized per minibatch, clipped value loss times 0.5), Adam with global-norm
 clipping and a learning rate decayed linearly to 0 over the run, minibatches of whole
-environments' rollouts permuted every epoch. Its own settings are kept where they are not set
-equal to the zoo's. Differences from its script: `jax.jit` over one device instead of
-`jax.pmap` (so no `pmean`), no evaluation of 80 episodes after every update (both sides are
+environments' rollouts permuted every epoch, `jax.pmap` over the devices with the gradients
+averaged over them (`pmean`), each device holding `envs / devices` environments and cutting
+them into `minibatches` minibatches. Its own settings are kept where they are not set
+equal to the zoo's. Differences from its script: no evaluation of 80 episodes after every update (both sides are
 timed on training alone and evaluated once at the end, in the same way), the categorical policy
 computed from the logits directly instead of through `distrax` (the same numbers), the
 previous reward kept strongly typed (their weakly typed reward would compile every chunked call
@@ -38,6 +39,12 @@ success, and, by default, the 2x2 convolutions computed as one matrix product ov
 patches (the same parameters and numbers; the zoo's own encoder does the same): inside the
 training loop XLA's CPU backend runs `nn.Conv`'s weight gradients about 10x slower, which would
 make XLand's side several times slower on a CPU (`--xland-conv flax` measures it as written).
+
+**Devices.** `--cpu-devices N` splits the host's CPU into `N` XLA devices
+(`--xla_force_host_platform_device_count`, set before JAX starts) and both sides over them:
+the zoo's mesh (`RunConfig(devices=N)`, environments sharded, gradients averaged) and XLand's
+`pmap`. Each device then runs its share of every small operation on a core of its own, where one
+device leaves most of them on one core; a minibatch is the same frames either way.
 
 **Set equal:** environments, rollout length, recurrent hidden size (the LSTM's memory; the
 RIMs' modules times their size), epochs, minibatches per epoch, frames, the width of the
@@ -81,6 +88,7 @@ import time
 from typing import Any
 
 TASK = "doorkey-5x5"
+AXIS = "devices"  # XLand's pmap axis
 XLAND_ENV = "MiniGrid-DoorKey-5x5"
 
 DIFFERENCES = (
@@ -114,6 +122,7 @@ class Settings:
     hidden: int
     head_hidden: int
     eval_episodes: int
+    devices: int = 1
 
     @property
     def frames_per_iteration(self) -> int:
@@ -168,7 +177,7 @@ class Zoo:
                 model_name=model,
                 algorithm_name="ppo",
                 algorithm=self.ppo,
-                run=RunConfig(devices=1),
+                run=RunConfig(devices=settings.devices),
             )
         )
         self._build = build
@@ -179,13 +188,11 @@ class Zoo:
     def init(self, seed: int) -> Any:
         import jax.random as jr
 
-        from runs.sharding import replicate
-
         config = dataclasses.replace(
             self.config, run=dataclasses.replace(self.config.run, seed=seed)
         )
         _, agent = self._build(config)
-        return replicate(self.algorithm.init(self.env, agent, jr.key(seed)), self.algorithm.mesh)
+        return self.algorithm.place(self.algorithm.init(self.env, agent, jr.key(seed)))
 
     def chunk(self, state: Any) -> tuple[Any, dict[str, float]]:
         import jax
@@ -358,8 +365,9 @@ class XLand:
         self.eval_env = DirectionObservationWrapper(base)
         self.num_actions = self.env.num_actions(self.params)
         self.network = _xland_network(self.num_actions, settings.hidden, settings.head_hidden, conv)
-        self._init = jax.jit(self._init_fn)
-        self._chunk = jax.jit(self._chunk_fn, donate_argnums=0)
+        devices = jax.devices()[: settings.devices]
+        self._init = jax.pmap(self._init_fn, AXIS, devices=devices)
+        self._chunk = jax.pmap(self._chunk_fn, AXIS, donate_argnums=0, devices=devices)
         self._evaluate = jax.jit(self._evaluate_fn)
 
     # -- state
@@ -387,13 +395,20 @@ class XLand:
             "prev_reward": prev_reward[:, None],
         }
 
+    @property
+    def _envs_per_device(self) -> int:
+        return self.settings.envs // self.settings.devices
+
     def _init_fn(self, key):
+        """One device's runner: the same network on every device, its own environments."""
         import jax
         import jax.numpy as jnp
         from flax.training.train_state import TrainState
 
-        n = self.settings.envs
+        n = self._envs_per_device
         key, net_key = jax.random.split(key)
+        if self.settings.devices > 1:
+            key = jax.random.fold_in(key, jax.lax.axis_index(AXIS))
         shapes = self.env.observation_shape(self.params)
         obs = {
             "obs_img": jnp.zeros((n, 1, *shapes["img"])),
@@ -416,8 +431,12 @@ class XLand:
 
     def init(self, seed: int) -> Any:
         import jax
+        import jax.numpy as jnp
 
-        return self._init(jax.random.key(seed))
+        # The same key on every device: the same network; each folds in its index for its
+        # environments.
+        data = jax.random.key_data(jax.random.key(seed))
+        return self._init(jax.random.wrap_key_data(jnp.stack([data] * self.settings.devices)))
 
     # -- one update (their `_update_step`)
 
@@ -478,7 +497,7 @@ class XLand:
         def epoch(update_state, _):
             key, train_state = update_state
             key, perm_key = jax.random.split(key)
-            permutation = jax.random.permutation(perm_key, s.envs)
+            permutation = jax.random.permutation(perm_key, self._envs_per_device)
             # [time, envs, ...] -> [envs, time, ...]; the first hidden state is [envs, 1, h].
             batch = (
                 *jtu.tree_map(lambda x: x.swapaxes(0, 1), (transitions, advantages, targets)),
@@ -548,6 +567,7 @@ class XLand:
         (loss, (value_loss, actor_loss, entropy)), grads = jax.value_and_grad(
             loss_fn, has_aux=True
         )(train_state.params)
+        grads = jax.lax.pmean(grads, AXIS)
         train_state = train_state.apply_gradients(grads=grads)
         return train_state, {
             "total_loss": loss,
@@ -616,7 +636,8 @@ class XLand:
     def evaluate(self, state: Any, seed: int) -> dict[str, float]:
         import jax
 
-        out = self._evaluate(state[1].params, jax.random.key(10_000 + seed))
+        params = jax.tree_util.tree_map(lambda x: x[0], state[1].params)  # the same on each
+        out = self._evaluate(params, jax.random.key(10_000 + seed))
         return {k: float(v) for k, v in out.items()}
 
 
@@ -708,8 +729,23 @@ def main() -> None:
         default=1e-3,
         help="the zoo's PPO learning rate (default 1e-3, XLand's; PPOConfig's own is 1e-4)",
     )
+    parser.add_argument(
+        "--cpu-devices",
+        type=int,
+        default=1,
+        help="split the host's CPU into this many XLA devices (one per core) and both sides' "
+        "environments over them",
+    )
     parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args()
+    if args.cpu_devices < 1 or args.envs % (args.cpu_devices * args.minibatches):
+        parser.error(
+            f"--envs ({args.envs}) must be a multiple of --cpu-devices x --minibatches "
+            f"({args.cpu_devices} x {args.minibatches})"
+        )
+    if args.cpu_devices > 1:  # before JAX starts
+        flag = f"--xla_force_host_platform_device_count={args.cpu_devices}"
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}".strip()
 
     try:
         import xminigrid  # pyright: ignore[reportMissingImports]
@@ -724,8 +760,6 @@ def main() -> None:
 
     import plugins
 
-    if args.envs % args.minibatches:
-        parser.error(f"--envs ({args.envs}) must be a multiple of --minibatches")
     hidden = args.hidden
     if hidden is None:
         agent = plugins.model_spec(args.model).config()
@@ -744,7 +778,10 @@ def main() -> None:
         hidden=hidden,
         head_hidden=64,
         eval_episodes=args.eval_episodes,
+        devices=args.cpu_devices,
     )
+    if len(jax.devices()) < settings.devices:
+        parser.error(f"--cpu-devices {settings.devices}: JAX sees only {jax.devices()}")
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     print(
         f"host: {os.cpu_count()} CPU cores, load {load}, JAX {jax.__version__}, "
@@ -753,6 +790,7 @@ def main() -> None:
     print(
         f"settings: {args.model}, {settings.envs} envs x {settings.rollout} steps, "
         f"{settings.epochs} epochs x {settings.minibatches} minibatches, hidden {hidden}, "
+        f"{settings.devices} device(s), "
         f"{settings.frames:,} frames per run ({calls} calls of {settings.chunk} iterations), "
         f"{args.repeats} runs per side, alternating; xland convolutions: {args.xland_conv}"
     )

@@ -38,7 +38,6 @@ def measure(experiment: str, steps_per_call: int, calls: int, per_step: int, tes
     from runs.algorithms.in_context import exact_match
     from runs.presets import get_preset
     from runs.run import build, build_algorithm
-    from runs.sharding import replicate
     from zoo import AbstractInContextLearner
 
     config = get_preset(f"lake2019/{experiment}")
@@ -48,7 +47,7 @@ def measure(experiment: str, steps_per_call: int, calls: int, per_step: int, tes
     )
     task, model = build(config)
     algorithm = build_algorithm(config, task, model)
-    state = replicate(algorithm.init(task, model, jr.key(0)), algorithm.mesh)
+    state = algorithm.place(algorithm.init(task, model, jr.key(0)))
     n = steps_per_call
     t0 = time.perf_counter()
     state, metrics = train_chunk(algorithm, task, state, n)

@@ -17,7 +17,6 @@ import jax.random as jr
 from runs.algorithms.base import train_chunk
 from runs.presets import get_preset
 from runs.run import build, build_algorithm
-from runs.sharding import replicate
 
 
 def main() -> None:
@@ -37,7 +36,7 @@ def main() -> None:
         )
         task, model = build(config)
         algorithm = build_algorithm(config, task, model)
-        state = replicate(algorithm.init(task, model, jr.key(0)), algorithm.mesh)
+        state = algorithm.place(algorithm.init(task, model, jr.key(0)))
         state, metrics = train_chunk(algorithm, task, state, n)
         jax.block_until_ready(metrics)  # compiled
         variants[unroll] = [algorithm, task, state, []]

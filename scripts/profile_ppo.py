@@ -76,7 +76,6 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
     from runs.algorithms.config import PPOConfig
     from runs.config import RunConfig, TrainConfig
     from runs.run import build, build_algorithm, resolve
-    from runs.sharding import replicate
     from tasks import autoreset_step
 
     settings = dataclasses.replace(
@@ -101,7 +100,7 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
     env, agent = build(config)
     ppo = build_algorithm(config, env, agent)
     mesh = ppo.mesh
-    state = replicate(ppo.init(env, agent, jr.key(0)), mesh)
+    state = ppo.place(ppo.init(env, agent, jr.key(0)))
     # A few iterations first, so that the episodes and the weights are those of training.
     state, _ = train_chunk(ppo, env, state, 2)
     jax.block_until_ready(state)

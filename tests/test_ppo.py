@@ -327,3 +327,34 @@ def test_a_learned_initial_memory_is_where_episodes_start():
 def test_bad_dropout_keys_are_refused():
     with pytest.raises(ValueError, match="dropout_keys"):
         PPOConfig(dropout_keys="same")  # pyright: ignore[reportArgumentType]
+
+
+def test_a_placed_state_is_placed_as_a_step_leaves_it():
+    """`PPO.place` splits the environments over the devices as a step returns them, so the
+    second call of a two-device run compiles nothing (it used to compile the step again)."""
+    env = rl_toys.Corridor(6)
+    model = rl_toys.TinyAgent(env.io, 8, key=jr.key(0))
+    ppo = algorithm(devices=2)
+    state = ppo.place(ppo.init(env, model, jr.key(1)))
+    placed = jax.tree.leaves(eqx.filter(state, eqx.is_array))
+    assert any(not x.sharding.is_fully_replicated for x in placed)  # the actors are split
+    shardings = [(x.sharding, x.ndim) for x in placed]
+    state, _ = train_chunk(ppo, env, state, 1)
+    after = [x.sharding for x in jax.tree.leaves(eqx.filter(state, eqx.is_array))]
+    assert len(after) == len(shardings)
+    for (sharding, ndim), out in zip(shardings, after, strict=True):
+        assert sharding.is_equivalent_to(out, ndim)
+
+    compiles = []
+
+    def listen(event: str, duration: float, **kwargs) -> None:
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiles.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        state, _ = train_chunk(ppo, env, state, 1)
+        jax.block_until_ready(state)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert compiles == []

@@ -10,6 +10,7 @@ import numpy as np
 from jax.sharding import Mesh
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
+from ..sharding import replicate
 from ..state import TrainState
 
 
@@ -42,6 +43,15 @@ class AbstractAlgorithm(eqx.Module):
     @abc.abstractmethod
     def init(self, task: PyTree, model: PyTree, key: PRNGKeyArray) -> TrainState:
         """The state at step 0: `model` as given, a fresh optimizer state, the run's `key`."""
+
+    def place(self, state: TrainState) -> TrainState:
+        """`state` on the devices of `mesh` as `step` places its outputs, so that the first
+        compiled call and every later one take their inputs alike and share one program
+        (`runs.run.train` places the state at the start of a run and after a restore).
+
+        By default every array is replicated (`runs.sharding.replicate`); an algorithm whose
+        state holds a batch split over the devices, as PPO's environments, overrides it."""
+        return replicate(state, self.mesh)
 
     @abc.abstractmethod
     def step(

@@ -51,7 +51,7 @@ from ..rl import (
     sequences,
     trainable_leaves,
 )
-from ..sharding import AXIS
+from ..sharding import AXIS, replicate, split
 from ..state import TrainState
 from .base import AbstractAlgorithm
 from .config import PPOConfig
@@ -106,6 +106,12 @@ class PPO(AbstractAlgorithm):
         return TrainState(
             step=jnp.zeros((), jnp.int32), model=model, opt_state=opt_state, key=key, extra=actors
         )
+
+    def place(self, state: TrainState) -> TrainState:
+        """`state` on the mesh as a step leaves it: the environments (`state.extra`) split over
+        the devices, everything else replicated."""
+        actors = split(state.extra, self.mesh)
+        return eqx.tree_at(lambda s: s.extra, replicate(state, self.mesh), actors)
 
     # ------------------------------------------------------------------ acting
 
