@@ -58,13 +58,7 @@ def replicate(tree: PyTree, mesh: Mesh) -> PyTree:
     """`tree` with its array leaves placed on every device of `mesh` (as the outputs of a
     compiled step are placed), so that later calls hit the same compiled program. In a
     multi-process run every process passes the same values (each places its own copy)."""
-    sharding = NamedSharding(mesh, PartitionSpec())
-    arrays, static = eqx.partition(tree, eqx.is_array)
-    if mesh.is_multi_process:
-        arrays = jax.tree_util.tree_map(lambda x: _global(x, sharding), arrays)
-    else:
-        arrays = jax.device_put(arrays, sharding)
-    return eqx.combine(arrays, static)
+    return _place(tree, NamedSharding(mesh, PartitionSpec()))
 
 
 def split(tree: PyTree, mesh: Mesh) -> PyTree:
@@ -72,35 +66,29 @@ def split(tree: PyTree, mesh: Mesh) -> PyTree:
     (as `jax.shard_map` places outputs of `PartitionSpec(AXIS)`): a batch of independent items,
     such as environments, that each device steps on its share of. In a multi-process run every
     process passes the whole batch, the same values, and keeps its devices' slices."""
-    sharding = NamedSharding(mesh, PartitionSpec(AXIS))
+    return _place(tree, NamedSharding(mesh, PartitionSpec(AXIS)))
+
+
+def _place(tree: PyTree, sharding: NamedSharding) -> PyTree:
+    """`tree` with its array leaves placed by `sharding`, from every process's whole copy."""
     arrays, static = eqx.partition(tree, eqx.is_array)
-    if mesh.is_multi_process:
-        arrays = jax.tree_util.tree_map(lambda x: _global_split(x, sharding), arrays)
+    if sharding.mesh.is_multi_process:
+        arrays = jax.tree_util.tree_map(lambda x: _global(x, sharding), arrays)
     else:
         arrays = jax.device_put(arrays, sharding)
     return eqx.combine(arrays, static)
 
 
-def _global_split(x: jax.Array, sharding: NamedSharding) -> jax.Array:
-    """The array spanning several processes, split along its first axis, of this process's
-    copy of the whole `x`."""
-    if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
-        data = _global_split(jax.random.key_data(x), sharding)
-        return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
-    if isinstance(x, jax.Array) and not x.is_fully_addressable:
-        return x  # already global
-    local = np.asarray(x)
-    return jax.make_array_from_callback(local.shape, sharding, lambda index: local[index])
-
-
 def _global(x: jax.Array, sharding: NamedSharding) -> jax.Array:
-    """The replicated array spanning several processes of this process's copy `x`."""
+    """The array spanning several processes, placed by `sharding`, of this process's copy of
+    the whole `x`."""
     if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
         data = _global(jax.random.key_data(x), sharding)
         return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
     if isinstance(x, jax.Array) and not x.is_fully_addressable:
         return x  # already global
-    return jax.make_array_from_process_local_data(sharding, np.asarray(x))
+    local = np.asarray(x)
+    return jax.make_array_from_callback(local.shape, sharding, lambda index: local[index])
 
 
 def sharded_mean(
