@@ -162,6 +162,67 @@ def test_step_of_encode_is_the_agent():
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
 
 
+def _step_by_step(agent, features, memory, mask, keys):
+    """The recurrence frame by frame, as an algorithm stepped it before `unroll`."""
+
+    def body(memory, inputs):
+        f, m, k = inputs
+        memory = jax.vmap(agent.reset_memory)(memory, m)
+        logits, value, memory = jax.vmap(lambda f, m, k: agent.step(f, m, key=k))(f, memory, k)
+        return memory, (logits, value)
+
+    memory, (logits, value) = jax.lax.scan(body, memory, (features, mask, keys))
+    return logits, value, memory
+
+
+@pytest.mark.parametrize(
+    ("kind", "options"),
+    [
+        ("lstm", {}),
+        ("rims", {}),
+        ("rims", {"initial_state": "learned", "score_noise": 0.5, "input_attention": "modules"}),
+    ],
+    ids=["lstm", "rims", "rims-options"],
+)
+def test_unroll_is_the_agent_stepped_frame_by_frame(kind: str, options: dict):
+    """`unroll` (the RIMs agent's own, which projects the inputs and draws every step's
+    dropout and noise before the recurrence, and the default one) gives the logits, values,
+    last memory and gradient of stepping the agent frame by frame with the same keys and
+    episode resets."""
+    agent = _agent(kind, io=WITHOUT_MISSION, **options)
+    frames, envs = 4, 3
+    obs = _observations(frames * envs, mission=False)
+    features = agent.encode_batch(obs).reshape(frames, envs, -1)
+    memory = jax.vmap(lambda _: agent.initial_memory())(jnp.arange(envs))
+    mask = jnp.ones((frames, envs)).at[2, 1].set(0.0)  # an episode starts mid-sequence
+    keys = jr.split(jr.key(3), (frames, envs))
+
+    def loss(agent, unroll):
+        logits, value, last = unroll(agent, features, memory, mask, keys)
+        return jnp.sum(jax.nn.log_softmax(logits)[..., 0]) + jnp.sum(value**2), (logits, last)
+
+    def default(agent, *args):
+        return AbstractActorCritic.unroll(agent, *args)
+
+    grad = eqx.filter_value_and_grad(loss, has_aux=True)
+    (ref, ref_aux), ref_grad = grad(agent, _step_by_step)
+    for unroll in (type(agent).unroll, default):
+        (value, aux), g = grad(agent, unroll)
+        np.testing.assert_allclose(value, ref, rtol=1e-5)
+        for a, b in zip(
+            jtu.tree_leaves((aux, g)), jtu.tree_leaves((ref_aux, ref_grad)), strict=True
+        ):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    # The keys matter (dropout, noise) where the agent has randomness: unroll reads them.
+    if kind == "rims":
+        other = agent.unroll(features, memory, mask, jr.split(jr.key(4), (frames, envs)))
+        assert not np.allclose(other[0], ref_aux[0])
+        no_keys = agent.unroll(features, memory, mask)
+        np.testing.assert_allclose(
+            no_keys[0], _step_by_step(agent, features, memory, mask, None)[0], rtol=1e-5, atol=1e-6
+        )
+
+
 def test_labels_of_meta_rims():
     agent = _agent("rims")
     agent.fast_filter()  # the labels are checked: the model's structure, known labels

@@ -111,6 +111,32 @@ def test_dropout_only_with_a_key():
     assert not np.array_equal(a, np.asarray(step(cell, jr.key(6))))
 
 
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"score_noise": 0.5, "query_bias": True}, {"communication": False}, {"dropout": 0.0}],
+    ids=["reference", "noise", "no-communication", "no-dropout"],
+)
+def test_a_step_is_update_of_project_and_noise(options):
+    """`update(project(x), state, noise(key))` is `cell(x, state, key=key)` bit for bit (what
+    an unroll draws before the recurrence is what a step draws), and the noise holds only
+    what the cell uses: nothing without a key, no bits without dropout, no Gumbel noise
+    without `score_noise`."""
+    cell = _cell(**options)
+    x, (h, c) = _inputs(1, seed=7)
+    x, state = x[0], (h[0], c[0])
+    for key in (None, jr.key(8)):
+        whole = cell(x, state, key=key)
+        parts = cell.update(cell.project(x), state, cell.noise(key))
+        for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(parts), strict=True):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert cell.noise(None) is None
+    noise = cell.noise(jr.key(8))
+    assert noise is not None
+    assert (noise.read is None) == (cell.dropout == 0)
+    assert (noise.comm is None) == (cell.dropout == 0 or not cell.communication)
+    assert (noise.gumbel is None) == (cell.score_noise == 0)
+
+
 def test_initialization():
     cell = _cell()
     assert cell.value_size == 4 * H

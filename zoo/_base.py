@@ -33,7 +33,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
-from jaxtyping import Array, Bool, Float, PRNGKeyArray, PyTree
+from jaxtyping import Array, Bool, Float, Key, PRNGKeyArray, PyTree
 
 Label = Literal["fast", "meta", "fixed", "slow"]
 """The part a leaf plays in training:
@@ -181,6 +181,47 @@ class AbstractActorCritic(AbstractLearner):
         """`(logits, value, next_memory)` from `encode(obs)`; by default `self(features, memory,
         key=key)`."""
         return self(features, memory, key=key)
+
+    def unroll(
+        self,
+        features: PyTree[Array],
+        memory: PyTree[Array],
+        mask: Float[Array, "frames envs"],
+        keys: Key[Array, "frames envs"] | None = None,
+    ) -> tuple[Float[Array, "frames envs actions"], Float[Array, "frames envs"], PyTree[Array]]:
+        """The recurrence over a stored sequence of `frames` steps of `envs` environments, as
+        a recurrent loss replays it: `(logits, values, last_memory)`.
+
+        **Arguments:**
+
+        - `features`: `encode_batch` of the observations, leaves `[frames, envs, ...]`.
+        - `memory`: the memory before the first frame, leaves `[envs, ...]`.
+        - `mask`: 0 where an episode starts at that frame (the memory is reset through
+            `reset_memory` before the step), 1 elsewhere.
+        - `keys`: one key per frame and environment (`[frames, envs]`) for dropout; none
+            without them.
+
+        By default a `lax.scan` of `step`, vmapped over the environments, each step
+        rematerialized in the backward pass but for its matrix products
+        (`jax.checkpoint_policies.dots_saveable`): its elementwise work is recomputed inside
+        the backward's fusions instead of being stored for every frame, which is faster on CPU
+        and holds less memory. Override where a sequence is cheaper at once than step by step
+        (e.g. randomness or input projections that read no memory, drawn for every frame
+        before the recurrence); the result must equal the default's.
+        """
+        step = jax.checkpoint(
+            jax.vmap(lambda f, m, k: self.step(f, m, key=k)),
+            policy=jax.checkpoint_policies.dots_saveable,
+        )
+
+        def body(memory, inputs):
+            features, mask, keys = inputs
+            memory = jax.vmap(self.reset_memory)(memory, mask)
+            logits, value, memory = step(features, memory, keys)
+            return memory, (logits, value)
+
+        memory, (logits, value) = jax.lax.scan(body, memory, (features, mask, keys))
+        return logits, value, memory
 
     def reset_memory(self, memory: PyTree[Array], mask: Float[Array, ""]) -> PyTree[Array]:
         """The memory to act on in one environment: `memory` where `mask` is 1, the start of an

@@ -74,7 +74,7 @@ import jax
 import jax.numpy as jnp
 import jax.random as jr
 import jax.tree_util as jtu
-from jaxtyping import Array, Bool, Float, PRNGKeyArray, PyTree
+from jaxtyping import Array, Bool, Float, PRNGKeyArray, PyTree, UInt16
 
 
 def babyai_linear(in_features: int, out_features: int, *, key: PRNGKeyArray) -> eqx.nn.Linear:
@@ -88,19 +88,42 @@ def babyai_linear(in_features: int, out_features: int, *, key: PRNGKeyArray) -> 
     return eqx.tree_at(lambda m: (m.weight, m.bias), linear, (weight, bias))
 
 
-def apply_dropout(x: Array, rate: float, key: PRNGKeyArray | None) -> Array:
-    """Inverted dropout of `x` at `rate`; the identity without a key (or at rate 0).
+def dropout_bits(key: PRNGKeyArray, shape: tuple[int, ...]) -> UInt16[Array, "..."]:
+    """The random bits `apply_dropout` draws from `key` for an array of `shape`: 16 per element
+    (half those of `jax.random.bernoulli`, which dominate dropout's cost on CPU)."""
+    return jr.bits(key, shape, jnp.uint16)
 
-    Each element is dropped when 16 random bits fall below `round(rate * 2**16)`: the rate is
+
+def dropout_with(x: Array, rate: float, bits: UInt16[Array, "..."] | None) -> Array:
+    """Inverted dropout of `x` at `rate` from bits drawn in advance (`dropout_bits`, of `x`'s
+    shape); the identity without bits (or at rate 0).
+
+    Each element is dropped when its 16 bits fall below `round(rate * 2**16)`: the rate is
     realized to within `2**-17` (0.1 as 0.100006), and the kept elements are scaled by the
-    inverse of the realized keep probability, so the expectation is exact. Half the random
-    bits of `jax.random.bernoulli` (32 per element), which dominate dropout's cost on CPU.
+    inverse of the realized keep probability, so the expectation is exact.
     """
-    if key is None or rate == 0:
+    if bits is None or rate == 0:
         return x
     threshold = round(rate * 2**16)
-    keep = jr.bits(key, x.shape, jnp.uint16) >= threshold
-    return jnp.where(keep, x * (2**16 / (2**16 - threshold)), 0.0)
+    return jnp.where(bits >= threshold, x * (2**16 / (2**16 - threshold)), 0.0)
+
+
+def apply_dropout(x: Array, rate: float, key: PRNGKeyArray | None) -> Array:
+    """Inverted dropout of `x` at `rate`; the identity without a key (or at rate 0):
+    `dropout_with(x, rate, dropout_bits(key, x.shape))`."""
+    if key is None or rate == 0:
+        return x
+    return dropout_with(x, rate, dropout_bits(key, x.shape))
+
+
+class RIMNoise(eqx.Module):
+    """The randomness of one `RIMCell` step, drawn from its key in advance (`RIMCell.noise`):
+    it reads no state, so an unroll over a sequence draws every step's at once, outside the
+    recurrence."""
+
+    read: UInt16[Array, "modules value_size"] | None
+    comm: UInt16[Array, "modules hidden"] | None
+    gumbel: Float[Array, " modules"] | None
 
 
 def lstm_gates(
@@ -342,28 +365,67 @@ class RIMCell(eqx.Module):
         `((h, c), mask)`: the new states, and which modules were active (`top_k` of them).
         The inactive modules' rows of `h` and `c` are those of `state`, bit for bit.
         """
+        return self.update(self.project(x), state, self.noise(key))
+
+    def project(self, x: Float[Array, " input_size"]) -> Float[Array, " key_plus_value"]:
+        """The part of a step that reads no state: the input attention's key and value of `x`,
+        concatenated (`[key_size + value_size]`), for `update`."""
+        return x @ self.input_key_value
+
+    def noise(self, key: PRNGKeyArray | None) -> RIMNoise | None:
+        """The randomness of one step from its key, for `update`: the dropout bits of both
+        attentions' outputs and, with `score_noise`, the Gumbel noise of the top-k scores. None
+        without a key (no dropout, no noise)."""
+        if key is None:
+            return None
+        k_read, k_comm = jr.split(key)
+        drop = self.dropout > 0
+        read = dropout_bits(k_read, (self.num_modules, self.value_size)) if drop else None
+        comm = (
+            dropout_bits(k_comm, (self.num_modules, self.hidden_size))
+            if drop and self.communication
+            else None
+        )
+        gumbel = (
+            jr.gumbel(jr.fold_in(key, 2), (self.num_modules,)) if self.score_noise > 0 else None
+        )
+        return RIMNoise(read, comm, gumbel)
+
+    def update(
+        self,
+        projected: Float[Array, " key_plus_value"],
+        state: tuple[Float[Array, "modules hidden"], Float[Array, "modules hidden"]],
+        noise: RIMNoise | None = None,
+    ) -> tuple[
+        tuple[Float[Array, "modules hidden"], Float[Array, "modules hidden"]],
+        Bool[Array, " modules"],
+    ]:
+        """The step from `project(x)` and `noise(key)`: `update(project(x), state, noise(key))`
+        is `self(x, state, key=key)`. A caller stepping a whole sequence projects its inputs
+        and draws its noise for every step at once, outside the recurrence
+        (`zoo.ActorCritic.unroll`)."""
         h, c = state
-        k_read, k_comm = (None, None) if key is None else jr.split(key)
+        read_bits = comm_bits = gumbel = None
+        if noise is not None:
+            read_bits, comm_bits, gumbel = noise.read, noise.comm, noise.gumbel
 
         # 1. Input attention over [null slot, x]; the null slot's key and value are 0.
         query = self.input_query(h)
         if self.query_bias is not None:
             query = query + self.query_bias
-        key_value = x @ self.input_key_value
-        k, v = key_value[: self.key_size], key_value[self.key_size :]
+        k, v = projected[: self.key_size], projected[self.key_size :]
         score = query @ k / math.sqrt(self.key_size)
         if self.input_attention == "modules":  # the RL code's sparse softmax across modules
             read = self._sparse_across_modules(score)[:, None] * v
         else:
             read = jax.nn.sigmoid(score)[:, None] * v  # softmax([0, score])[1] * v
-        read = apply_dropout(read, self.dropout, k_read)
+        read = dropout_with(read, self.dropout, read_bits)
 
         # 2. Top-k: the modules attending least to the null slot, without gradient (with
         # `score_noise`, and a key, on the scores plus Gumbel noise).
         ranked = jax.lax.stop_gradient(score)
-        if self.score_noise > 0 and key is not None:
-            noise = jr.gumbel(jr.fold_in(key, 2), (self.num_modules,))
-            ranked = ranked + self.score_noise * noise
+        if gumbel is not None:
+            ranked = ranked + self.score_noise * gumbel
         mask = self._top_k(ranked)
 
         # 3. Every module's LSTM step, as one batched product.
@@ -384,7 +446,9 @@ class RIMCell(eqx.Module):
             o = jnp.einsum("hqk,khd->qhd", weights, vv).reshape(self.num_modules, -1)
             out = jax.vmap(self.comm_output)(o)
             fc, gate = out[:, : self.hidden_size], out[:, self.hidden_size :]
-            h_new = h_new + jax.nn.sigmoid(gate) * jnp.tanh(apply_dropout(fc, self.dropout, k_comm))
+            h_new = h_new + jax.nn.sigmoid(gate) * jnp.tanh(
+                dropout_with(fc, self.dropout, comm_bits)
+            )
 
         # 5. Masked update: inactive modules keep their state exactly.
         active = mask[:, None]

@@ -160,18 +160,12 @@ class PPO(AbstractAlgorithm):
             lambda x: x.reshape(*frames, *x.shape[1:]), model.encode_batch(flat)
         )
 
-        def body(memory, inputs):
-            features, mask, key = inputs
-            memory = reset(model, memory, mask)
-            # The keys the agent acted with (`dropout_keys="acting"`), or fresh ones.
-            keys = jr.wrap_key_data(key) if "key" in batch else jr.split(key, mask.shape[0])
-            logits, value, memory = jax.vmap(lambda f, m, k: model.step(f, m, key=k))(
-                features, memory, keys
-            )
-            return memory, (logits, value)
-
-        keys = batch["key"] if "key" in batch else jr.split(key, batch["mask"].shape[0])
-        _, (logits, value) = jax.lax.scan(body, batch["memory"], (features, batch["mask"], keys))
+        # The keys the agent acted with (`dropout_keys="acting"`), or fresh ones.
+        if "key" in batch:
+            keys = jr.wrap_key_data(batch["key"])
+        else:
+            keys = jax.vmap(lambda k: jr.split(k, frames[1]))(jr.split(key, frames[0]))
+        logits, value, _ = model.unroll(features, batch["memory"], batch["mask"], keys)
         advantage, returns = batch["advantage"], batch["returns"]
         ratio = jnp.exp(log_prob(logits, batch["action"]) - batch["log_prob"])
         policy_loss = -jnp.mean(
