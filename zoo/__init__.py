@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .linear_hypernet import LinearHypernet
     from .mlp import ANIL, MAML
     from .nonlinear_hypernet import NonlinearHypernet
-    from .rims import RIMCell
+    from .rims import RIMCell, RIMNoise
     from .seq2seq import MetaSeq2Seq
     from .shallow_hypernet import ShallowHypernet
 
@@ -68,6 +68,7 @@ _LAZY = {
     "MetaSeq2Seq": ".seq2seq",
     "ActorCritic": ".agents",
     "RIMCell": ".rims",
+    "RIMNoise": ".rims",
 }
 
 __all__ = [
@@ -92,6 +93,7 @@ __all__ = [
     "MetaSeq2Seq",
     "NonlinearHypernet",
     "RIMCell",
+    "RIMNoise",
     "ShallowHypernet",
     "array_labels",
     "checked_labels",

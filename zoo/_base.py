@@ -22,8 +22,10 @@ that return `None`:
 - `AbstractModular`: an identifiable model whose `modules()` line up with a task's ground-truth
   modules (for module alignment).
 
-Every class here is abstract; concrete models are final (never subclassed). Methods defined here
-are final too: a model implements the abstract ones and overrides nothing else.
+Every class here is abstract; concrete models are final (never subclassed). A model implements
+the abstract methods; the few concrete ones with a default (`AbstractActorCritic`'s `encode`,
+`encode_batch`, `step`, `unroll` and `reset_memory`) it may override where its own is faster or
+its memory starts elsewhere, always with the default's result.
 """
 
 import abc
