@@ -13,10 +13,10 @@ all of them alike), and each call is timed with `jax.block_until_ready`:
 
 - `step`: a `lax.scan` of `agent.step`, vmapped over the environments, as PPO's loss ran
   before `unroll` existed;
-- `default`: `AbstractActorCritic.unroll`, the same scan with each step rematerialized in the
-  backward but for its matrix products;
-- `unroll`: the agent's own `unroll` (for the RIMs agent, its inputs projected and its noise
-  drawn before the recurrence; for the LSTM agent, the default);
+- `default`: `AbstractActorCritic.unroll`, the default, which is that scan;
+- `unroll`: the agent's own `unroll` (for the RIMs agent: its inputs projected and its noise
+  drawn before the recurrence, each step rematerialized in the backward pass but for its
+  matrix products; for the LSTM agent, the default);
 - `step-no-dropout` (RIMs only): `step` with the cell's dropout at 0, what dropout costs.
 
 It prints, per variant, the best and the median milliseconds, and the largest difference of

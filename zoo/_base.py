@@ -203,18 +203,12 @@ class AbstractActorCritic(AbstractLearner):
         - `keys`: one key per frame and environment (`[frames, envs]`) for dropout; none
             without them.
 
-        By default a `lax.scan` of `step`, vmapped over the environments, each step
-        rematerialized in the backward pass but for its matrix products
-        (`jax.checkpoint_policies.dots_saveable`): its elementwise work is recomputed inside
-        the backward's fusions instead of being stored for every frame, which is faster on CPU
-        and holds less memory. Override where a sequence is cheaper at once than step by step
-        (e.g. randomness or input projections that read no memory, drawn for every frame
-        before the recurrence); the result must equal the default's.
+        By default a `lax.scan` of `step`, vmapped over the environments. Override where a
+        sequence is cheaper at once than step by step (e.g. randomness or input projections
+        that read no memory, computed for every frame before the recurrence, or a step
+        rematerialized in the backward pass); the result must equal the default's.
         """
-        step = jax.checkpoint(
-            jax.vmap(lambda f, m, k: self.step(f, m, key=k)),
-            policy=jax.checkpoint_policies.dots_saveable,
-        )
+        step = jax.vmap(lambda f, m, k: self.step(f, m, key=k))
 
         def body(memory, inputs):
             features, mask, keys = inputs

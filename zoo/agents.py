@@ -380,8 +380,10 @@ class ActorCritic(AbstractActorCritic, AbstractModuleActivity):
         for every frame before the recurrence: the input attention's keys and values of all
         frames in one matrix product (`RIMCell.project`) and every step's dropout bits and
         noise from its key (`RIMCell.noise`); only `RIMCell.update` and the heads run inside
-        it (each step rematerialized in the backward but for its matrix products, as by
-        default). The same numbers as stepping frame by frame, in less time."""
+        it, each step rematerialized in the backward pass but for its matrix products
+        (`jax.checkpoint_policies.dots_saveable`: its elementwise work is recomputed inside
+        the backward's fusions instead of being stored for every frame). The same numbers as
+        stepping frame by frame, in less time. An LSTM core takes the default."""
         core = self.core
         if not isinstance(core, RIMCell):
             return super().unroll(features, memory, mask, keys)
